@@ -1,0 +1,76 @@
+# The two set-up commands of the README:
+#   make demo   install what is missing, build, run the demo on a local cluster
+#   make test   install what is missing, build, run the C tests (ASan+UBSan) and pytest
+# A second run installs nothing: system packages are checked with dpkg, the venv
+# is reused, and the package is rebuilt only when its C sources or build files change.
+
+PYTHON     ?= python3
+VENV       := .venv
+VPY        := $(VENV)/bin/python
+DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
+CTEST_DIR  := build/ctest
+FUZZ_DIR   := build/fuzz
+FUZZ_SECONDS ?= 60
+
+NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.c native/include/roast/*.h plugin/*.c plugin/*.h)
+
+.PHONY: demo test ctest pytest lint deps fuzz bench clean
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/roastcoffea demo
+
+test: ctest pytest lint
+
+# System packages: install only what dpkg says is missing.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "roastcoffea needs Debian packages:$$missing"; \
+	    echo "run: sudo apt-get install -y$$missing   (then re-run make)"; exit 1; \
+	  fi; \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Build tools first (the editable install builds without isolation), then the
+# package with its test extras.
+$(VENV)/.installed: $(NATIVE_INPUTS) | deps $(VENV)/bin/python
+	$(VPY) -m pip install -q --upgrade pip scikit-build-core
+	$(VPY) -m pip install -q --no-build-isolation -e ".[test]"
+	touch $@
+
+ctest: deps
+	cmake -S . -B $(CTEST_DIR) -DROAST_TESTS=ON -DROAST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(CTEST_DIR) -j2
+	ctest --test-dir $(CTEST_DIR) --output-on-failure
+
+pytest: $(VENV)/.installed
+	$(VPY) -m pytest
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+# libFuzzer: needs clang (Debian clang-14). Runs each target FUZZ_SECONDS seeded by the
+# checked-in corpus; new inputs go to build/fuzz/found/, crashes to the working directory.
+fuzz: deps
+	@command -v clang-14 >/dev/null || { echo "make fuzz needs clang: apt-get install -y clang-14"; exit 1; }
+	CC=clang-14 cmake -S . -B $(FUZZ_DIR) -DROAST_TESTS=ON -DROAST_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_DIR) -j2
+	for t in $(FUZZ_DIR)/native/tests/fuzz_*; do \
+	  name=$$(basename $$t | sed 's/^fuzz_//'); \
+	  mkdir -p $(FUZZ_DIR)/found/$$name; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_DIR)/found/$$name native/tests/corpus/$$name || exit 1; \
+	done
+
+bench: $(VENV)/.installed
+	$(VPY) bench/run_all.py
+
+clean:
+	rm -rf build $(VENV) .pytest_cache
