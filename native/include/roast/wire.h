@@ -1,0 +1,101 @@
+/* wire: the msgpack formats that cross process boundaries.
+ *
+ * Worker payload (worker -> scheduler, in worker.metrics["roastcoffea"] on
+ * each heartbeat and as the reply to a flush):
+ *
+ *   map {
+ *     "v": 1,
+ *     "inc": str,          worker incarnation (Worker.id)
+ *     "seq": uint,         payload number, 1, 2, ... per incarnation
+ *     "since": uint,       changes of payloads since+1 .. seq are included
+ *     "full": bool,        true: every digest is included (a flush)
+ *     "digests": [[context, span, prefix, activity, unit, value], ...]
+ *                          strings ("" when absent); value is the cumulative
+ *                          Worker.digests_total entry (int or float)
+ *     "records": [[seq, bin], ...]   opaque instrumentation records
+ *   }
+ *
+ * Snapshot (scheduler -> client): the aggregator state, filtered. See
+ * docs/architecture.md for its layout. Decoders validate everything and never
+ * read outside the input; malformed input gives ROAST_EMALFORMED and a
+ * message. Inputs above ROAST_WIRE_MAX_BYTES are refused as malformed. */
+#ifndef ROAST_WIRE_H
+#define ROAST_WIRE_H
+
+#include <stdbool.h>
+
+#include "roast/agg.h"
+#include "roast/common.h"
+
+#define ROAST_WIRE_VERSION 1
+#define ROAST_WIRE_MAX_BYTES ((size_t)1 << 30)
+
+/* A growable byte buffer owned by the caller; free with roast_buf_free. */
+typedef struct roast_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} roast_buf;
+
+void roast_buf_free(roast_buf *buf);
+
+typedef struct roast_digest_item {
+    roast_str context, span, prefix, activity, unit;
+    double value;
+} roast_digest_item;
+
+typedef struct roast_record_item {
+    uint64_t seq;
+    roast_str data;
+} roast_record_item;
+
+typedef struct roast_payload {
+    roast_str incarnation;
+    uint64_t seq;
+    uint64_t since;
+    bool full;
+    const roast_digest_item *digests;
+    size_t ndigests;
+    const roast_record_item *records;
+    size_t nrecords;
+} roast_payload;
+
+roast_status roast_wire_encode_payload(const roast_payload *payload, roast_buf *out);
+
+/* A decoded payload; its string views point into the input bytes, which must
+ * outlive it. */
+typedef struct roast_payload_decoded roast_payload_decoded;
+
+roast_status roast_wire_decode_payload(const char *data, size_t len, roast_payload_decoded **out,
+                                       char *err, size_t errcap);
+const roast_payload *roast_payload_view(const roast_payload_decoded *decoded);
+void roast_payload_decoded_free(roast_payload_decoded *decoded);
+
+/* Decodes and applies a payload from the worker at address: header through
+ * roast_agg_worker_beat, digests through roast_agg_set_digest, records
+ * through roast_agg_add_record. A malformed payload changes nothing and
+ * counts a payload error. */
+roast_status roast_wire_ingest_payload(roast_agg *agg, roast_id address, double now,
+                                       const char *data, size_t len, bool *needs_flush,
+                                       char *err, size_t errcap);
+
+/* What a snapshot keeps. spans (nspans ids; NULL = all) filters the task and
+ * digest rows that carry a span (rows without span are kept only when
+ * spans is NULL); series points are kept when they overlap [t_from, t_to]
+ * (t_to = 0 means no upper bound). */
+typedef struct roast_snapshot_filter {
+    const roast_id *spans;
+    size_t nspans;
+    double t_from;
+    double t_to;
+} roast_snapshot_filter;
+
+roast_status roast_wire_encode_snapshot(const roast_agg *agg, const roast_snapshot_filter *filter,
+                                        double now, roast_buf *out);
+
+/* Rebuilds an aggregator from snapshot bytes; *taken_at gets the time the
+ * snapshot was taken. */
+roast_status roast_wire_decode_snapshot(const char *data, size_t len, roast_agg **out,
+                                        double *taken_at, char *err, size_t errcap);
+
+#endif
