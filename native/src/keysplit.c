@@ -119,7 +119,7 @@ static bool word_is_alpha(const unsigned char *s, size_t n, const roast_charclas
 {
     size_t count = 0;
     for (size_t i = 0; i < n; count++) {
-        uint32_t cp;
+        uint32_t cp = 0;
         i += utf8_next(s + i, n - i, &cp);
         if (!cc->is_alpha(cp))
             return false;
