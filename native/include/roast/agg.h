@@ -107,6 +107,14 @@ typedef struct roast_agg_counters {
 typedef struct roast_agg roast_agg;
 
 roast_agg *roast_agg_new(const roast_agg_limits *limits, double started);
+
+/* An aggregator for the decoders of snapshots and state files: as
+ * roast_agg_new, but its series store is not held to
+ * limits->series_cap_bytes, which still reads back unchanged from
+ * roast_agg_limits_get. Points restored in another order than their source
+ * appended them can need more room than the source had, and folding them
+ * would lose exactness; the decoder's input bounds them instead. */
+roast_agg *roast_agg_new_restored(const roast_agg_limits *limits, double started);
 void roast_agg_free(roast_agg *agg);
 
 roast_intern *roast_agg_strings(roast_agg *agg);

@@ -1,0 +1,688 @@
+/* The aggregator's tables: uthash indexes keyed by id tuples, plus an
+ * append-only record log.
+ *
+ * uthash keeps its items in insertion order (the application list behind
+ * hh.next), and rows are never deleted, so the visitors walk that list.
+ * Keys are plain structs of roast_id without padding; lookup keys are still
+ * zeroed first so a future field cannot bring indeterminate bytes into the
+ * hash. uthash runs in non-fatal OOM mode: an add that cannot allocate its
+ * table leaves hh.tbl NULL and the row is freed with ROAST_ENOMEM. */
+#include "roast/agg.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+/* roast_series_new refuses caps below this (series.h); a restoring agg keeps
+ * that refusal so a cap no live aggregator could have is still an error. */
+#define SERIES_MIN_CAP ((size_t)64 << 10)
+
+typedef struct task_row {
+    roast_task_key key;
+    roast_task_stats stats;
+    UT_hash_handle hh;
+} task_row;
+
+/* The visible value is base + current once an earlier incarnation has
+ * contributed (based), else current alone: adding a 0.0 base would turn
+ * -0.0 into +0.0 and break exact round trips. */
+typedef struct digest_row {
+    roast_digest_key key;
+    roast_id incarnation; /* the process whose cumulative value is current */
+    bool based;
+    double base;    /* sum of the final values of earlier incarnations */
+    double current; /* cumulative value reported by incarnation */
+    UT_hash_handle hh;
+} digest_row;
+
+typedef struct worker_row {
+    roast_worker_info info; /* keyed by info.address */
+    uint64_t record_seq;    /* last record seq seen from info.incarnation */
+    UT_hash_handle hh;
+} worker_row;
+
+typedef struct span_row {
+    roast_span_info info; /* keyed by info.span */
+    UT_hash_handle hh;
+} span_row;
+
+typedef struct error_row {
+    roast_id name;
+    uint64_t count;
+    UT_hash_handle hh;
+} error_row;
+
+struct roast_agg {
+    roast_agg_limits limits;
+    double started;
+    roast_intern *strings; /* owned */
+    roast_series *series;  /* owned */
+    task_row *tasks;
+    digest_row *digests;
+    worker_row *workers;
+    span_row *spans;
+    error_row *errors;
+    uint32_t ntasks, ndigests, nworkers, nspans, nerrors;
+    roast_record *records; /* owned array; each data.ptr owned */
+    size_t nrecords, records_alloc;
+    size_t record_bytes; /* counted against limits.record_cap_bytes */
+    roast_agg_counters counters;
+    bool restored;           /* report figures come from source below */
+    roast_agg_report source; /* the restored self-report (extras only used) */
+};
+
+void roast_agg_limits_default(roast_agg_limits *limits)
+{
+    limits->max_strings = 1u << 20;
+    limits->max_task_rows = 1u << 20;
+    limits->max_digest_rows = 1u << 22;
+    limits->max_workers = 1u << 16;
+    limits->max_spans = 1u << 18;
+    limits->series_cap_bytes = (size_t)64 << 20;
+    limits->record_cap_bytes = (size_t)64 << 20;
+}
+
+static roast_agg *agg_create(const roast_agg_limits *limits, double started, bool restoring)
+{
+    roast_agg *agg = calloc(1, sizeof *agg);
+    if (!agg)
+        return NULL;
+    if (limits)
+        agg->limits = *limits;
+    else
+        roast_agg_limits_default(&agg->limits);
+    agg->started = started;
+    agg->counters.hook_ns_per_call = NAN;
+    agg->strings = roast_intern_new(agg->limits.max_strings);
+    size_t series_cap = agg->limits.series_cap_bytes;
+    if (restoring && series_cap >= SERIES_MIN_CAP)
+        series_cap = SIZE_MAX;
+    agg->series = roast_series_new(series_cap, started);
+    if (!agg->strings || !agg->series) {
+        roast_agg_free(agg);
+        return NULL;
+    }
+    return agg;
+}
+
+roast_agg *roast_agg_new(const roast_agg_limits *limits, double started)
+{
+    return agg_create(limits, started, false);
+}
+
+roast_agg *roast_agg_new_restored(const roast_agg_limits *limits, double started)
+{
+    return agg_create(limits, started, true);
+}
+
+#define FREE_TABLE(head, type)                 \
+    do {                                       \
+        type *row_, *tmp_;                     \
+        HASH_ITER(hh, (head), row_, tmp_) {    \
+            HASH_DEL((head), row_);            \
+            free(row_);                        \
+        }                                      \
+    } while (0)
+
+void roast_agg_free(roast_agg *agg)
+{
+    if (!agg)
+        return;
+    FREE_TABLE(agg->tasks, task_row);
+    FREE_TABLE(agg->digests, digest_row);
+    FREE_TABLE(agg->workers, worker_row);
+    FREE_TABLE(agg->spans, span_row);
+    FREE_TABLE(agg->errors, error_row);
+    for (size_t i = 0; i < agg->nrecords; i++)
+        free((char *)agg->records[i].data.ptr);
+    free(agg->records);
+    roast_series_free(agg->series);
+    roast_intern_free(agg->strings);
+    free(agg);
+}
+
+roast_intern *roast_agg_strings(roast_agg *agg) { return agg->strings; }
+const roast_intern *roast_agg_strings_const(const roast_agg *agg) { return agg->strings; }
+roast_series *roast_agg_series(roast_agg *agg) { return agg->series; }
+const roast_series *roast_agg_series_const(const roast_agg *agg) { return agg->series; }
+roast_agg_counters *roast_agg_counters_mut(roast_agg *agg) { return &agg->counters; }
+const roast_agg_counters *roast_agg_counters_get(const roast_agg *agg) { return &agg->counters; }
+const roast_agg_limits *roast_agg_limits_get(const roast_agg *agg) { return &agg->limits; }
+double roast_agg_started(const roast_agg *agg) { return agg->started; }
+size_t roast_agg_record_bytes(const roast_agg *agg) { return agg->record_bytes; }
+
+/* Row creation, shared by every table: refuse at the cap (counted), else
+ * allocate a zeroed row. The caller fills the key and adds it. */
+static void *row_alloc(roast_agg *agg, uint32_t *count, uint32_t cap, size_t size,
+                       roast_status *status)
+{
+    if (*count >= cap) {
+        agg->counters.rows_refused++;
+        *status = ROAST_EFULL;
+        return NULL;
+    }
+    void *row = calloc(1, size);
+    *status = row ? ROAST_OK : ROAST_ENOMEM;
+    return row;
+}
+
+/* Adds row to head; on uthash OOM the row is freed and ENOMEM returned. */
+#define ROW_ADD(head, field, row, count, status)                     \
+    do {                                                             \
+        HASH_ADD(hh, (head), field, sizeof((row)->field), (row));    \
+        if (!(row)->hh.tbl) {                                        \
+            free(row);                                               \
+            (row) = NULL;                                            \
+            (status) = ROAST_ENOMEM;                                 \
+        } else {                                                     \
+            (count)++;                                               \
+        }                                                            \
+    } while (0)
+
+static task_row *task_find(const roast_agg *agg, const roast_task_key *key)
+{
+    roast_task_key k;
+    memset(&k, 0, sizeof k);
+    k.worker = key->worker;
+    k.span = key->span;
+    k.prefix = key->prefix;
+    task_row *row = NULL;
+    HASH_FIND(hh, agg->tasks, &k, sizeof k, row);
+    return row;
+}
+
+static roast_status task_get(roast_agg *agg, const roast_task_key *key, task_row **out)
+{
+    roast_status status = ROAST_OK;
+    task_row *row = task_find(agg, key);
+    if (!row) {
+        row = row_alloc(agg, &agg->ntasks, agg->limits.max_task_rows, sizeof *row, &status);
+        if (row) {
+            row->key.worker = key->worker;
+            row->key.span = key->span;
+            row->key.prefix = key->prefix;
+            ROW_ADD(agg->tasks, key, row, agg->ntasks, status);
+        }
+    }
+    *out = row;
+    return status;
+}
+
+static digest_row *digest_find(const roast_agg *agg, const roast_digest_key *key)
+{
+    roast_digest_key k;
+    memset(&k, 0, sizeof k);
+    k.worker = key->worker;
+    k.context = key->context;
+    k.span = key->span;
+    k.prefix = key->prefix;
+    k.activity = key->activity;
+    k.unit = key->unit;
+    digest_row *row = NULL;
+    HASH_FIND(hh, agg->digests, &k, sizeof k, row);
+    return row;
+}
+
+static roast_status digest_get(roast_agg *agg, const roast_digest_key *key, digest_row **out)
+{
+    roast_status status = ROAST_OK;
+    digest_row *row = digest_find(agg, key);
+    if (!row) {
+        row = row_alloc(agg, &agg->ndigests, agg->limits.max_digest_rows, sizeof *row, &status);
+        if (row) {
+            row->key = *key;
+            ROW_ADD(agg->digests, key, row, agg->ndigests, status);
+        }
+    }
+    *out = row;
+    return status;
+}
+
+static worker_row *worker_find(const roast_agg *agg, roast_id address)
+{
+    worker_row *row = NULL;
+    HASH_FIND(hh, agg->workers, &address, sizeof address, row);
+    return row;
+}
+
+static roast_status worker_get(roast_agg *agg, roast_id address, worker_row **out)
+{
+    roast_status status = ROAST_OK;
+    worker_row *row = worker_find(agg, address);
+    if (!row) {
+        row = row_alloc(agg, &agg->nworkers, agg->limits.max_workers, sizeof *row, &status);
+        if (row) {
+            row->info.address = address;
+            ROW_ADD(agg->workers, info.address, row, agg->nworkers, status);
+        }
+    }
+    *out = row;
+    return status;
+}
+
+static span_row *span_find(const roast_agg *agg, roast_id span)
+{
+    span_row *row = NULL;
+    HASH_FIND(hh, agg->spans, &span, sizeof span, row);
+    return row;
+}
+
+static error_row *error_find(const roast_agg *agg, roast_id name)
+{
+    error_row *row = NULL;
+    HASH_FIND(hh, agg->errors, &name, sizeof name, row);
+    return row;
+}
+
+/* ---- tasks ---------------------------------------------------------- */
+
+static void task_done(roast_task_stats *s, const roast_event *ev)
+{
+    s->tasks++;
+    s->compute_s += ev->compute_s;
+    s->transfer_s += ev->transfer_s;
+    s->output_bytes += ev->nbytes;
+    if (ev->start != 0 && (s->first_start == 0 || ev->start < s->first_start))
+        s->first_start = ev->start;
+    if (ev->stop > s->last_stop)
+        s->last_stop = ev->stop;
+}
+
+roast_status roast_agg_apply(roast_agg *agg, const roast_event *event)
+{
+    agg->counters.events++;
+    roast_task_key key = {event->worker, event->span, event->prefix};
+    task_row *row;
+    roast_status status = task_get(agg, &key, &row);
+    if (!row)
+        return status;
+    row->stats.transitions++;
+    if (event->to == ROAST_STATE_MEMORY && event->from == ROAST_STATE_PROCESSING)
+        task_done(&row->stats, event);
+    else if (event->to == ROAST_STATE_ERRED)
+        row->stats.erred++;
+    return ROAST_OK;
+}
+
+const roast_task_stats *roast_agg_task(const roast_agg *agg, const roast_task_key *key)
+{
+    const task_row *row = task_find(agg, key);
+    return row ? &row->stats : NULL;
+}
+
+roast_status roast_agg_restore_task(roast_agg *agg, const roast_task_key *key,
+                                    const roast_task_stats *stats)
+{
+    task_row *row;
+    roast_status status = task_get(agg, key, &row);
+    if (row)
+        row->stats = *stats;
+    return status;
+}
+
+static bool key_matches(roast_id want, roast_id have)
+{
+    return want == ROAST_AGG_ANY || want == have;
+}
+
+void roast_agg_sum_tasks(const roast_agg *agg, const roast_task_key *match, roast_task_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (const task_row *row = agg->tasks; row; row = row->hh.next) {
+        if (!key_matches(match->worker, row->key.worker) ||
+            !key_matches(match->span, row->key.span) ||
+            !key_matches(match->prefix, row->key.prefix))
+            continue;
+        const roast_task_stats *s = &row->stats;
+        out->transitions += s->transitions;
+        out->tasks += s->tasks;
+        out->erred += s->erred;
+        out->compute_s += s->compute_s;
+        out->transfer_s += s->transfer_s;
+        out->output_bytes += s->output_bytes;
+        if (s->first_start != 0 && (out->first_start == 0 || s->first_start < out->first_start))
+            out->first_start = s->first_start;
+        if (s->last_stop > out->last_stop)
+            out->last_stop = s->last_stop;
+    }
+}
+
+/* ---- workers -------------------------------------------------------- */
+
+roast_status roast_agg_worker_seen(roast_agg *agg, roast_id address, roast_id name, double now)
+{
+    worker_row *row = worker_find(agg, address);
+    if (!row) {
+        roast_status status = worker_get(agg, address, &row);
+        if (!row)
+            return status;
+        row->info.added = now;
+    }
+    row->info.name = name;
+    row->info.removed = 0;
+    return ROAST_OK;
+}
+
+roast_status roast_agg_worker_removed(roast_agg *agg, roast_id address, double now)
+{
+    worker_row *row = worker_find(agg, address);
+    if (!row)
+        return ROAST_EINVAL;
+    row->info.removed = now;
+    return ROAST_OK;
+}
+
+const roast_worker_info *roast_agg_worker(const roast_agg *agg, roast_id address)
+{
+    const worker_row *row = worker_find(agg, address);
+    return row ? &row->info : NULL;
+}
+
+roast_status roast_agg_restore_worker(roast_agg *agg, const roast_worker_info *info)
+{
+    worker_row *row;
+    roast_status status = worker_get(agg, info->address, &row);
+    if (row) {
+        row->info = *info;
+        row->record_seq = 0;
+    }
+    return status;
+}
+
+roast_status roast_agg_worker_beat(roast_agg *agg, roast_id address, roast_id incarnation,
+                                   uint64_t seq, uint64_t since, bool full, size_t bytes,
+                                   bool *apply, bool *needs_flush)
+{
+    *apply = false;
+    *needs_flush = false;
+    worker_row *row = worker_find(agg, address);
+    if (!row)
+        return ROAST_EINVAL;
+    roast_worker_info *w = &row->info;
+    if (w->incarnation != incarnation) {
+        /* A new process at this address: its payloads number from 1 again.
+         * The first incarnation ever seen is not a restart. */
+        if (w->incarnation != ROAST_ID_EMPTY)
+            w->restarts++;
+        w->incarnation = incarnation;
+        w->last_seq = 0;
+        row->record_seq = 0;
+    } else if (seq <= w->last_seq) {
+        return ROAST_OK; /* stale: an older beat read again */
+    }
+    *apply = true;
+    *needs_flush = !full && since > w->last_seq;
+    w->last_seq = seq;
+    w->payloads++;
+    w->payload_bytes += bytes;
+    if (*needs_flush)
+        w->gaps++;
+    if (full)
+        w->flushes++;
+    agg->counters.payloads++;
+    agg->counters.payload_bytes += bytes;
+    return ROAST_OK;
+}
+
+/* ---- digests -------------------------------------------------------- */
+
+static double digest_value(const digest_row *row)
+{
+    return row->based ? row->base + row->current : row->current;
+}
+
+roast_status roast_agg_set_digest(roast_agg *agg, const roast_digest_key *key,
+                                  roast_id incarnation, double value)
+{
+    digest_row *row = digest_find(agg, key);
+    if (!row) {
+        roast_status status = digest_get(agg, key, &row);
+        if (!row)
+            return status;
+        row->incarnation = incarnation;
+    } else if (row->incarnation != incarnation) {
+        /* The earlier process's final value stays in the sum. */
+        row->base = digest_value(row);
+        row->based = true;
+        row->incarnation = incarnation;
+    }
+    row->current = value;
+    return ROAST_OK;
+}
+
+bool roast_agg_digest(const roast_agg *agg, const roast_digest_key *key, double *value)
+{
+    const digest_row *row = digest_find(agg, key);
+    if (!row)
+        return false;
+    *value = digest_value(row);
+    return true;
+}
+
+roast_status roast_agg_restore_digest(roast_agg *agg, const roast_digest_key *key, double value)
+{
+    digest_row *row;
+    roast_status status = digest_get(agg, key, &row);
+    if (row) {
+        /* No incarnation owns it: any later report adds to it. */
+        row->incarnation = ROAST_ID_EMPTY;
+        row->based = false;
+        row->base = 0;
+        row->current = value;
+    }
+    return status;
+}
+
+/* ---- spans ---------------------------------------------------------- */
+
+roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, roast_id name)
+{
+    roast_status status = ROAST_OK;
+    span_row *row = span_find(agg, span);
+    if (!row) {
+        row = row_alloc(agg, &agg->nspans, agg->limits.max_spans, sizeof *row, &status);
+        if (!row)
+            return status;
+        row->info.span = span;
+        ROW_ADD(agg->spans, info.span, row, agg->nspans, status);
+        if (!row)
+            return status;
+    }
+    row->info.parent = parent;
+    row->info.name = name;
+    return ROAST_OK;
+}
+
+/* ---- records -------------------------------------------------------- */
+
+static roast_status record_append(roast_agg *agg, roast_id worker, uint64_t seq, double time,
+                                  const char *data, size_t len)
+{
+    size_t cost = len + sizeof(roast_record);
+    if (len > agg->limits.record_cap_bytes ||
+        agg->record_bytes + cost > agg->limits.record_cap_bytes) {
+        agg->counters.records_dropped++;
+        return ROAST_EFULL;
+    }
+    if (agg->nrecords == agg->records_alloc) {
+        size_t alloc = agg->records_alloc ? agg->records_alloc * 2 : 64;
+        roast_record *grown = realloc(agg->records, alloc * sizeof *grown);
+        if (!grown)
+            return ROAST_ENOMEM;
+        agg->records = grown;
+        agg->records_alloc = alloc;
+    }
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return ROAST_ENOMEM;
+    if (len)
+        memcpy(copy, data, len);
+    roast_record *r = &agg->records[agg->nrecords++];
+    r->worker = worker;
+    r->seq = seq;
+    r->time = time;
+    r->data.ptr = copy;
+    r->data.len = len;
+    agg->record_bytes += cost;
+    return ROAST_OK;
+}
+
+roast_status roast_agg_add_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
+                                  const char *data, size_t len, bool *kept)
+{
+    *kept = false;
+    if (len && !data)
+        return ROAST_EINVAL;
+    worker_row *row = worker_find(agg, worker);
+    if (!row)
+        return ROAST_EINVAL;
+    if (seq <= row->record_seq)
+        return ROAST_OK;
+    roast_status status = record_append(agg, worker, seq, time, data, len);
+    if (status == ROAST_ENOMEM)
+        return status;
+    row->record_seq = seq; /* seen, even when refused at the cap */
+    if (status == ROAST_OK) {
+        agg->counters.records++;
+        *kept = true;
+    }
+    return status;
+}
+
+roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
+                                      const char *data, size_t len)
+{
+    if (len && !data)
+        return ROAST_EINVAL;
+    return record_append(agg, worker, seq, time, data, len);
+}
+
+/* ---- errors --------------------------------------------------------- */
+
+static roast_status error_get(roast_agg *agg, roast_id name, error_row **out)
+{
+    error_row *row = error_find(agg, name);
+    roast_status status = ROAST_OK;
+    if (!row) {
+        row = calloc(1, sizeof *row);
+        if (!row) {
+            *out = NULL;
+            return ROAST_ENOMEM;
+        }
+        row->name = name; /* no cap: names are bounded by the intern table */
+        ROW_ADD(agg->errors, name, row, agg->nerrors, status);
+    }
+    *out = row;
+    return status;
+}
+
+roast_status roast_agg_count_error(roast_agg *agg, const char *name, size_t len, uint64_t n)
+{
+    roast_id id;
+    roast_status status = roast_intern_put(agg->strings, name, len, &id);
+    if (status != ROAST_OK)
+        return status;
+    error_row *row;
+    status = error_get(agg, id, &row);
+    if (row)
+        row->count += n;
+    return status;
+}
+
+roast_status roast_agg_restore_error(roast_agg *agg, roast_id name, uint64_t count)
+{
+    error_row *row;
+    roast_status status = error_get(agg, name, &row);
+    if (row)
+        row->count = count;
+    return status;
+}
+
+/* ---- self-report ---------------------------------------------------- */
+
+void roast_agg_report_get(const roast_agg *agg, roast_agg_report *out)
+{
+    if (agg->restored) {
+        *out = agg->source;
+    } else {
+        out->series_bytes = roast_series_bytes(agg->series);
+        out->series_cap_bytes = roast_series_cap_bytes(agg->series);
+        out->series_samples = roast_series_samples(agg->series);
+        out->series_folds = roast_series_folds(agg->series);
+        out->strings = roast_intern_count(agg->strings);
+        out->intern_overflows = roast_intern_overflows(agg->strings);
+    }
+    out->counters = agg->counters;
+}
+
+void roast_agg_restore_report(roast_agg *agg, const roast_agg_report *report)
+{
+    agg->restored = true;
+    agg->source = *report;
+    agg->counters = report->counters;
+}
+
+/* ---- visitors ------------------------------------------------------- */
+
+int roast_agg_each_task(const roast_agg *agg, roast_task_visitor visit, void *ctx)
+{
+    for (const task_row *row = agg->tasks; row; row = row->hh.next) {
+        int rc = visit(ctx, &row->key, &row->stats);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int roast_agg_each_digest(const roast_agg *agg, roast_digest_visitor visit, void *ctx)
+{
+    for (const digest_row *row = agg->digests; row; row = row->hh.next) {
+        int rc = visit(ctx, &row->key, digest_value(row));
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int roast_agg_each_worker(const roast_agg *agg, roast_worker_visitor visit, void *ctx)
+{
+    for (const worker_row *row = agg->workers; row; row = row->hh.next) {
+        int rc = visit(ctx, &row->info);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int roast_agg_each_span(const roast_agg *agg, roast_span_visitor visit, void *ctx)
+{
+    for (const span_row *row = agg->spans; row; row = row->hh.next) {
+        int rc = visit(ctx, &row->info);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int roast_agg_each_record(const roast_agg *agg, roast_record_visitor visit, void *ctx)
+{
+    for (size_t i = 0; i < agg->nrecords; i++) {
+        int rc = visit(ctx, &agg->records[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int roast_agg_each_error(const roast_agg *agg, roast_error_visitor visit, void *ctx)
+{
+    for (const error_row *row = agg->errors; row; row = row->hh.next) {
+        int rc = visit(ctx, row->name, row->count);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
