@@ -30,7 +30,10 @@
 #define ROAST_WIRE_VERSION 1
 #define ROAST_WIRE_MAX_BYTES ((size_t)1 << 30)
 
-/* A growable byte buffer owned by the caller; free with roast_buf_free. */
+/* A growable byte buffer owned by the caller; free with roast_buf_free.
+ * Encoders append to it (start from {0}); an encoder that fails leaves it as
+ * it was. They return ROAST_EFULL when the output would exceed
+ * ROAST_WIRE_MAX_BYTES (no decoder would take it) and ROAST_ENOMEM. */
 typedef struct roast_buf {
     char *data;
     size_t len;
@@ -74,7 +77,11 @@ void roast_payload_decoded_free(roast_payload_decoded *decoded);
 /* Decodes and applies a payload from the worker at address: header through
  * roast_agg_worker_beat, digests through roast_agg_set_digest, records
  * through roast_agg_add_record. A malformed payload changes nothing and
- * counts a payload error. */
+ * counts a payload error (ROAST_EMALFORMED, message in err). The worker row
+ * is created (roast_agg_worker_seen, empty name) if absent; when it or the
+ * incarnation string cannot be stored, nothing is applied (ROAST_EFULL, the
+ * refusal counted by the agg). Digests and records refused at a bound are
+ * counted and skipped; the payload still returns ROAST_OK. err may be NULL. */
 roast_status roast_wire_ingest_payload(roast_agg *agg, roast_id address, double now,
                                        const char *data, size_t len, bool *needs_flush,
                                        char *err, size_t errcap);
@@ -90,11 +97,18 @@ typedef struct roast_snapshot_filter {
     double t_to;
 } roast_snapshot_filter;
 
+/* Layout: the comment above the encoder in wire.c and docs/architecture.md,
+ * "Snapshot wire layout". filter may be NULL (everything); now is written as
+ * taken_at. The "counters" carry roast_agg_report_get(agg). */
 roast_status roast_wire_encode_snapshot(const roast_agg *agg, const roast_snapshot_filter *filter,
                                         double now, roast_buf *out);
 
-/* Rebuilds an aggregator from snapshot bytes; *taken_at gets the time the
- * snapshot was taken. */
+/* Rebuilds an aggregator from snapshot bytes; *taken_at (may be NULL) gets
+ * the time the snapshot was taken. The result (made with
+ * roast_agg_new_restored, freed by the caller) yields the same rows in the
+ * same order and the same series points bit for bit; strings get new ids.
+ * Its roast_agg_report_get returns the snapshot's "counters", i.e. the
+ * figures of the source, including series and intern figures. */
 roast_status roast_wire_decode_snapshot(const char *data, size_t len, roast_agg **out,
                                         double *taken_at, char *err, size_t errcap);
 
