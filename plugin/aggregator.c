@@ -1,0 +1,875 @@
+/* Aggregator: the scheduler side of the engine, and Dask's transition hook.
+ *
+ * transition() runs on the scheduler's event loop about six times per task
+ * and must stay far below a microsecond, so it allocates no Python objects:
+ * states and keyword names are compared by pointer against interned strings,
+ * the prefix comes from the native keysplit cache keyed by the str's cached
+ * hash, and one fixed-size record goes into the ring. The ring is applied to
+ * the tables by drain(), and by the hook itself when it is more than 3/4
+ * full, so records are only dropped when a caller disabled that.
+ *
+ * Nothing here raises into Dask: a failure is cleared, counted in
+ * hook_errors and in the error table under a short reason. */
+#include "roastpy.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#define KEYSPLIT_CACHE_KEYS 100000u /* dask's own key_split LRU size */
+#define DRAIN_BATCH 256             /* records popped per ring read */
+#define HOOK_TIMING_MASK 63u        /* time one hook call in 64 */
+
+typedef struct {
+    PyObject_HEAD
+    roast_agg *agg;
+    roast_ring *ring;
+    roast_keysplit_cache *keysplit;
+    PyObject *tasks;       /* the scheduler's tasks dict (set_span_lookup), or NULL */
+    PyObject *last_span;   /* last span id str seen, and its id: tasks of a group */
+    roast_id last_span_id; /* finish together, so this spares most interning */
+    roast_id other;        /* interned "Other" */
+    size_t drain_above;    /* ring size above which the hook drains (3/4 full) */
+    bool auto_drain;
+    uint64_t hook_calls;
+    uint64_t hook_errors;
+    uint64_t timed_calls; /* hook calls timed, and their cost without drains */
+    uint64_t timed_ns;
+    uint64_t drain_ns; /* cost of every drain the hook made, spread over all calls */
+    uint64_t timer_ns; /* cost of reading the clock, taken off each timed call */
+} Aggregator;
+
+/* ---- ring -> tables ----------------------------------------------------- */
+
+static uint64_t agg_drain(Aggregator *self)
+{
+    roast_event batch[DRAIN_BATCH];
+    uint64_t applied = 0;
+    size_t n;
+    while ((n = roast_ring_pop(self->ring, batch, DRAIN_BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            roast_status st = roast_agg_apply(self->agg, &batch[i]);
+            /* Rows refused at a cap are counted by agg itself. */
+            if (st != ROAST_OK && st != ROAST_EFULL)
+                roast_agg_count_error(self->agg, "drain:apply", 11, 1);
+        }
+        applied += n;
+    }
+    return applied;
+}
+
+/* Copies the hook's own counts into the aggregator's self-report. */
+static void sync_counters(Aggregator *self)
+{
+    roast_agg_counters *c = roast_agg_counters_mut(self->agg);
+    c->dropped_events = roast_ring_dropped(self->ring);
+    c->hook_calls = self->hook_calls;
+    c->hook_errors = self->hook_errors;
+    c->hook_ns_per_call = self->timed_calls ? (double)self->timed_ns / (double)self->timed_calls +
+                                                  (double)self->drain_ns / (double)self->hook_calls
+                                            : NAN;
+}
+
+/* ---- the transition hook ------------------------------------------------ */
+
+static bool same_text(PyObject *a, PyObject *interned)
+{
+    return a == interned ||
+           (PyUnicode_Check(a) && PyUnicode_GET_LENGTH(a) == PyUnicode_GET_LENGTH(interned) &&
+            PyUnicode_Compare(a, interned) == 0);
+}
+
+/* A roast_task_state, or -1 when s is not a str. */
+static int state_of(PyObject *s)
+{
+    for (int i = 1; i < ROAST_STATE_COUNT; i++)
+        if (s == roastpy_n.state[i])
+            return i;
+    if (!PyUnicode_Check(s))
+        return -1;
+    for (int i = 1; i < ROAST_STATE_COUNT; i++)
+        if (same_text(s, roastpy_n.state[i]))
+            return i;
+    return ROAST_STATE_OTHER;
+}
+
+/* key_split(key) as an interned id, like dask: exact tuples give their first
+ * element, exact bytes are strict UTF-8, str (subclasses too) is split, and
+ * any other hashable object is "Other". Returns a reason on failure. */
+static const char *read_prefix(Aggregator *self, PyObject *key, roast_id *prefix)
+{
+    while (PyTuple_CheckExact(key)) {
+        if (PyTuple_GET_SIZE(key) == 0)
+            return "transition:empty-tuple-key";
+        key = PyTuple_GET_ITEM(key, 0);
+    }
+    const char *data;
+    Py_ssize_t len;
+    Py_hash_t hash;
+    if (PyUnicode_Check(key)) {
+        hash = PyUnicode_Type.tp_hash(key); /* cached in the str after the first call */
+        if (!(data = PyUnicode_AsUTF8AndSize(key, &len)))
+            return "transition:bad-key";
+    } else if (PyBytes_CheckExact(key)) {
+        hash = PyObject_Hash(key);
+        data = PyBytes_AS_STRING(key);
+        len = PyBytes_GET_SIZE(key);
+    } else {
+        if (PyObject_Hash(key) == -1)
+            return "transition:unhashable-key";
+        *prefix = self->other;
+        return NULL;
+    }
+    roast_status st = roast_keysplit_cached(self->keysplit, roast_agg_strings(self->agg), data,
+                                            (size_t)len, (uint64_t)hash, prefix);
+    if (st == ROAST_OK)
+        return NULL;
+    return st == ROAST_EFULL ? "transition:strings-full" : "transition:bad-key";
+}
+
+typedef struct hook_kwargs {
+    PyObject *worker, *startstops, *nbytes; /* borrowed; NULL when absent */
+} hook_kwargs;
+
+/* Finds the first `wanted` of worker, startstops, nbytes among the keyword
+ * arguments: by pointer first (Dask's names are interned), by text only for
+ * what is still missing. */
+static void read_kwargs(PyObject *const *values, PyObject *kwnames, int wanted, hook_kwargs *kw)
+{
+    PyObject *const names[3] = {roastpy_n.worker, roastpy_n.startstops, roastpy_n.nbytes};
+    PyObject **slots[3] = {&kw->worker, &kw->startstops, &kw->nbytes};
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < nkw && found < wanted; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        for (int t = 0; t < wanted; t++) {
+            if (name == names[t]) {
+                *slots[t] = values[i];
+                found++;
+                break;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < nkw && found < wanted; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        for (int t = 0; t < wanted; t++) {
+            if (!*slots[t] && same_text(name, names[t])) {
+                *slots[t] = values[i];
+                found++;
+                break;
+            }
+        }
+    }
+}
+
+static int read_number(PyObject *o, double *out)
+{
+    if (PyFloat_Check(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        *out = PyLong_AsDouble(o);
+        return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    return -1;
+}
+
+/* One startstops entry: its kind (0 other, 1 compute, 2 transfer) and, for
+ * compute and transfer, its times. Returns -1 when malformed. */
+static int read_startstop(PyObject *entry, double *start, double *stop)
+{
+    if (!PyDict_Check(entry))
+        return -1;
+    PyObject *action = PyDict_GetItemWithError(entry, roastpy_n.action);
+    if (!action)
+        return -1;
+    int kind = same_text(action, roastpy_n.compute)    ? 1
+               : same_text(action, roastpy_n.transfer) ? 2
+                                                       : 0;
+    if (kind == 0)
+        return 0;
+    PyObject *a = PyDict_GetItemWithError(entry, roastpy_n.start);
+    PyObject *b = a ? PyDict_GetItemWithError(entry, roastpy_n.stop) : NULL;
+    if (!b || read_number(a, start) < 0 || read_number(b, stop) < 0)
+        return -1;
+    return kind;
+}
+
+/* Sums the "compute" and "transfer" entries of a startstops list; the event
+ * is only written when every entry is well formed. A dict lookup can run
+ * Python code (a key's __eq__), so the list is re-read at every step and
+ * each entry held while it is read. */
+static const char *read_startstops(PyObject *list, roast_event *ev)
+{
+    if (!PyList_Check(list) && !PyTuple_Check(list))
+        return "transition:bad-startstops";
+    double first = 0, last = 0, compute = 0, transfer = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(list); i++) {
+        PyObject *entry = Py_NewRef(PySequence_Fast_GET_ITEM(list, i));
+        double a = 0, b = 0;
+        int kind = read_startstop(entry, &a, &b);
+        Py_DECREF(entry);
+        if (kind < 0)
+            return "transition:bad-startstops";
+        if (kind == 2) {
+            transfer += b - a;
+        } else if (kind == 1) {
+            compute += b - a;
+            if (first == 0 || a < first)
+                first = a;
+            if (b > last)
+                last = b;
+        }
+    }
+    ev->start = first;
+    ev->stop = last;
+    ev->compute_s = compute;
+    ev->transfer_s = transfer;
+    return NULL;
+}
+
+static const char *read_worker(Aggregator *self, PyObject *worker, roast_id *id)
+{
+    if (!worker || worker == Py_None)
+        return NULL;
+    if (!PyUnicode_Check(worker))
+        return "transition:bad-worker";
+    int rc = roastpy_intern(roast_agg_strings(self->agg), worker, id);
+    return rc == 0 ? NULL : rc > 0 ? "transition:strings-full" : "transition:bad-worker";
+}
+
+static const char *read_nbytes(PyObject *nbytes, uint64_t *out)
+{
+    if (!nbytes || nbytes == Py_None)
+        return NULL;
+    if (!PyLong_Check(nbytes))
+        return "transition:bad-nbytes";
+    unsigned long long v = PyLong_AsUnsignedLongLong(nbytes);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return "transition:bad-nbytes";
+    *out = v;
+    return NULL;
+}
+
+/* Clears the exception a failed read may have left, so that the next read
+ * starts clean; passes the reason through. */
+static const char *cleared(const char *why)
+{
+    if (why)
+        PyErr_Clear();
+    return why;
+}
+
+/* Worker and, on processing->memory, startstops and nbytes. Every field is
+ * read even when an earlier one fails; the first failure is reported. */
+static const char *read_outcome(Aggregator *self, PyObject *const *kwvalues, PyObject *kwnames,
+                                bool done, roast_event *ev)
+{
+    hook_kwargs kw = {NULL, NULL, NULL};
+    read_kwargs(kwvalues, kwnames, done ? 3 : 1, &kw);
+    const char *why = cleared(read_worker(self, kw.worker, &ev->worker));
+    if (!done)
+        return why;
+    const char *why2 = kw.startstops ? cleared(read_startstops(kw.startstops, ev)) : NULL;
+    const char *why3 = cleared(read_nbytes(kw.nbytes, &ev->nbytes));
+    return why ? why : why2 ? why2 : why3;
+}
+
+/* tasks[key].group.span_id, when a tasks dict was given. A task the dict
+ * does not hold has no span; None is no span. */
+static const char *read_span(Aggregator *self, PyObject *key, roast_id *span)
+{
+    if (!self->tasks)
+        return NULL;
+    PyObject *ts = PyDict_GetItemWithError(self->tasks, key);
+    if (!ts)
+        return PyErr_Occurred() ? "transition:unhashable-key" : NULL;
+    Py_INCREF(ts);
+    PyObject *group = PyObject_GetAttr(ts, roastpy_n.group);
+    Py_DECREF(ts);
+    PyObject *sid = group ? PyObject_GetAttr(group, roastpy_n.span_id) : NULL;
+    Py_XDECREF(group);
+    if (!sid)
+        return "transition:span-lookup";
+    const char *why = NULL;
+    if (sid == self->last_span) {
+        *span = self->last_span_id;
+    } else if (sid != Py_None) {
+        int rc = roastpy_intern(roast_agg_strings(self->agg), sid, span);
+        if (rc == 0) {
+            Py_XSETREF(self->last_span, Py_NewRef(sid));
+            self->last_span_id = *span;
+        } else {
+            why = rc > 0 ? "transition:strings-full" : "transition:bad-span";
+        }
+    }
+    Py_DECREF(sid);
+    return why;
+}
+
+static uint64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+    int64_t ns = (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* The hook's own drains are all timed: sampling them 1 in 64 would weigh a
+ * rare, long call by chance (and the first drain of a power-of-two ring
+ * always falls on a sampled call). */
+static void hook_drain(Aggregator *self)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    agg_drain(self);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    self->drain_ns += elapsed_ns(&t0, &t1);
+}
+
+/* Builds and pushes the record of one call; returns a failure reason or
+ * NULL. A failure in the outcome fields or the span still records the
+ * transition (with those fields zero), so one odd field does not hide the
+ * task; a failure to identify the transition records nothing. */
+static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    if (nargs < 3)
+        return "transition:missing-args";
+    int from = state_of(args[1]), to = state_of(args[2]);
+    if (from < 0 || to < 0)
+        return "transition:bad-state";
+    roast_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.time = roastpy_now();
+    ev.from = (uint8_t)from;
+    ev.to = (uint8_t)to;
+    const char *why = read_prefix(self, args[0], &ev.prefix);
+    if (why)
+        return why;
+    bool done = from == ROAST_STATE_PROCESSING && to == ROAST_STATE_MEMORY;
+    if (done || to == ROAST_STATE_ERRED) {
+        why = read_outcome(self, args + nargs, kwnames, done, &ev);
+        const char *span_why = cleared(read_span(self, args[0], &ev.span));
+        if (!why)
+            why = span_why;
+    }
+    /* A refused push is counted by the ring (dropped_events). */
+    if (roast_ring_push(self->ring, &ev) && self->auto_drain &&
+        roast_ring_size(self->ring) > self->drain_above)
+        hook_drain(self);
+    return why;
+}
+
+static void hook_failed(Aggregator *self, const char *why)
+{
+    PyErr_Clear();
+    self->hook_errors++;
+    roast_agg_count_error(self->agg, why, strlen(why), 1);
+}
+
+static PyObject *agg_transition(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    Aggregator *self = (Aggregator *)op;
+    struct timespec t0, t1;
+    uint64_t drain_ns = self->drain_ns;
+    bool timed = (self->hook_calls++ & HOOK_TIMING_MASK) == 0;
+    if (timed)
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *why = hook_record(self, args, nargs, kwnames);
+    if (why)
+        hook_failed(self, why);
+    if (timed) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        uint64_t ns = elapsed_ns(&t0, &t1), spent = self->drain_ns - drain_ns + self->timer_ns;
+        self->timed_ns += ns > spent ? ns - spent : 0;
+        self->timed_calls++;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+/* The least time between two clock readings: what a timed call pays for
+ * being timed. */
+static uint64_t timer_overhead_ns(void)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 64; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        uint64_t ns = elapsed_ns(&t0, &t1);
+        if (ns < best)
+            best = ns;
+    }
+    return best;
+}
+
+static int agg_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Aggregator *self = (Aggregator *)op;
+    Py_VISIT(self->tasks);
+    Py_VISIT(self->last_span);
+    return 0;
+}
+
+static int agg_clear(PyObject *op)
+{
+    Aggregator *self = (Aggregator *)op;
+    Py_CLEAR(self->tasks);
+    Py_CLEAR(self->last_span);
+    return 0;
+}
+
+static void agg_dealloc(PyObject *op)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject_GC_UnTrack(op);
+    agg_clear(op);
+    if (self->keysplit)
+        roast_keysplit_cache_free(self->keysplit);
+    if (self->ring)
+        roast_ring_free(self->ring);
+    if (self->agg)
+        roast_agg_free(self->agg);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject *agg_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"ring_capacity", "series_cap_bytes", "record_cap_bytes", "started",
+                             "auto_drain", NULL};
+    Py_ssize_t ring_capacity = 131072, series_cap = 64 << 20, record_cap = 64 << 20;
+    PyObject *started = Py_None;
+    int auto_drain = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$nnnOp:Aggregator", kwlist, &ring_capacity,
+                                     &series_cap, &record_cap, &started, &auto_drain))
+        return NULL;
+    if (ring_capacity < 1 || ring_capacity > (1 << 30)) {
+        PyErr_SetString(PyExc_ValueError, "ring_capacity must be in 1 .. 2**30");
+        return NULL;
+    }
+    if (series_cap < (64 << 10) || record_cap < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "series_cap_bytes must be >= 65536 and record_cap_bytes >= 0");
+        return NULL;
+    }
+    double t_started = started == Py_None ? roastpy_now() : PyFloat_AsDouble(started);
+    if (t_started == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!isfinite(t_started)) {
+        PyErr_SetString(PyExc_ValueError, "started must be a finite time");
+        return NULL;
+    }
+
+    roast_agg_limits limits;
+    roast_agg_limits_default(&limits);
+    limits.series_cap_bytes = (size_t)series_cap;
+    limits.record_cap_bytes = (size_t)record_cap;
+    Aggregator *self = (Aggregator *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->agg = roast_agg_new(&limits, t_started);
+    self->ring = roast_ring_new((uint32_t)ring_capacity);
+    self->keysplit = roast_keysplit_cache_new(KEYSPLIT_CACHE_KEYS, &roastpy_charclass);
+    if (!self->agg || !self->ring || !self->keysplit ||
+        roast_intern_put(roast_agg_strings(self->agg), "Other", 5, &self->other) != ROAST_OK) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->drain_above = (size_t)roast_ring_capacity(self->ring) / 4 * 3;
+    self->auto_drain = auto_drain;
+    self->timer_ns = timer_overhead_ns();
+    return (PyObject *)self;
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+static PyObject *agg_set_span_lookup(PyObject *op, PyObject *tasks)
+{
+    Aggregator *self = (Aggregator *)op;
+    if (tasks != Py_None && !PyDict_Check(tasks))
+        return PyErr_Format(PyExc_TypeError, "tasks must be a dict or None, not %.100s",
+                            Py_TYPE(tasks)->tp_name);
+    Py_XSETREF(self->tasks, tasks == Py_None ? NULL : Py_NewRef(tasks));
+    Py_RETURN_NONE;
+}
+
+static PyObject *agg_drain_py(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(agg_drain((Aggregator *)op));
+}
+
+/* Interns a str argument for a non-hook method: a full table is counted by
+ * the table and the caller skips the update (returns 1). */
+static int intern_arg(Aggregator *self, PyObject *s, roast_id *id)
+{
+    return roastpy_intern(roast_agg_strings(self->agg), s, id);
+}
+
+static PyObject *status_result(roast_status st)
+{
+    if (st == ROAST_OK || st == ROAST_EFULL) /* EFULL: refused and counted */
+        Py_RETURN_NONE;
+    return roastpy_raise(st, NULL);
+}
+
+static PyObject *agg_worker_seen(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *address, *name;
+    double now;
+    if (!PyArg_ParseTuple(args, "UOd:worker_seen", &address, &name, &now))
+        return NULL;
+    PyObject *name_str = PyObject_Str(name);
+    if (!name_str)
+        return NULL;
+    roast_id addr_id, name_id;
+    int rc = intern_arg(self, address, &addr_id);
+    if (rc == 0)
+        rc = intern_arg(self, name_str, &name_id);
+    Py_DECREF(name_str);
+    if (rc != 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return status_result(roast_agg_worker_seen(self->agg, addr_id, name_id, now));
+}
+
+static PyObject *agg_worker_removed(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *address;
+    double now;
+    if (!PyArg_ParseTuple(args, "Ud:worker_removed", &address, &now))
+        return NULL;
+    roast_id addr_id;
+    int rc = intern_arg(self, address, &addr_id);
+    if (rc != 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return status_result(roast_agg_worker_removed(self->agg, addr_id, now));
+}
+
+static int read_sample(PyObject *values, roast_sample *sample)
+{
+    PyObject *seq = PySequence_Fast(values, "values must be a tuple of 14 floats");
+    if (!seq)
+        return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(seq) != ROAST_NCOLS) {
+        PyErr_Format(PyExc_ValueError, "values must hold %d floats (roast_column order), not %zd",
+                     ROAST_NCOLS, PySequence_Fast_GET_SIZE(seq));
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < ROAST_NCOLS; i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+        sample->v[i] = v == Py_None ? NAN : PyFloat_AsDouble(v);
+        if (sample->v[i] == -1.0 && PyErr_Occurred())
+            rc = -1;
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+static PyObject *agg_sample(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *address, *values;
+    roast_sample sample;
+    if (!PyArg_ParseTuple(args, "UdO:sample", &address, &sample.time, &values))
+        return NULL;
+    if (read_sample(values, &sample) < 0)
+        return NULL;
+    roast_id addr_id;
+    int rc = intern_arg(self, address, &addr_id);
+    if (rc != 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    roast_status st = roast_series_append(roast_agg_series(self->agg), addr_id, &sample);
+    /* EINVAL: time went backwards for this worker; the series counted it. */
+    return st == ROAST_EINVAL ? Py_NewRef(Py_None) : status_result(st);
+}
+
+/* Payloads come from other processes: anything malformed, including a value
+ * that is not bytes at all, is counted and never raised. */
+static PyObject *agg_ingest(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *address, *payload;
+    double now;
+    if (!PyArg_ParseTuple(args, "UOd:ingest", &address, &payload, &now))
+        return NULL;
+    roast_id addr_id;
+    int rc = intern_arg(self, address, &addr_id);
+    if (rc != 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_False);
+    Py_buffer view;
+    if (PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        roast_agg_counters_mut(self->agg)->payload_errors++;
+        roast_agg_count_error(self->agg, "ingest:not-bytes", 16, 1);
+        Py_RETURN_FALSE;
+    }
+    bool needs_flush = false;
+    char err[256] = "";
+    roast_status st = roast_wire_ingest_payload(self->agg, addr_id, now, view.buf,
+                                                (size_t)view.len, &needs_flush, err, sizeof err);
+    PyBuffer_Release(&view);
+    if (st == ROAST_ENOMEM)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(st == ROAST_OK && needs_flush);
+}
+
+static PyObject *agg_set_span(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *span, *parent, *name;
+    if (!PyArg_ParseTuple(args, "UOO:set_span", &span, &parent, &name))
+        return NULL;
+    if (parent != Py_None && !PyUnicode_Check(parent))
+        return PyErr_Format(PyExc_TypeError, "parent must be a str or None, not %.100s",
+                            Py_TYPE(parent)->tp_name);
+    if (PyUnicode_Check(name))
+        return PyErr_Format(PyExc_TypeError, "name must be a tuple of str, not str");
+    PyObject *sep = PyUnicode_FromOrdinal(0x1f);
+    PyObject *joined = sep ? PyUnicode_Join(sep, name) : NULL;
+    Py_XDECREF(sep);
+    if (!joined)
+        return NULL;
+    roast_id span_id, parent_id = ROAST_ID_EMPTY, name_id;
+    int rc = intern_arg(self, span, &span_id);
+    if (rc == 0 && parent != Py_None)
+        rc = intern_arg(self, parent, &parent_id);
+    if (rc == 0)
+        rc = intern_arg(self, joined, &name_id);
+    Py_DECREF(joined);
+    if (rc != 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return status_result(roast_agg_set_span(self->agg, span_id, parent_id, name_id));
+}
+
+static PyObject *agg_count_error(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"where", "n", NULL};
+    Aggregator *self = (Aggregator *)op;
+    const char *where;
+    Py_ssize_t len, n = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#|n:count_error", kwlist, &where, &len, &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    return status_result(roast_agg_count_error(self->agg, where, (size_t)len, (uint64_t)n));
+}
+
+/* Span id strings -> ids for the snapshot filter. Ids the aggregator never
+ * saw cannot match a row and are left out, and so is "" (no span is not a
+ * span). *ids is PyMem memory. */
+static int build_filter(Aggregator *self, PyObject *spans, roast_snapshot_filter *f,
+                        roast_id **ids)
+{
+    *ids = NULL;
+    f->spans = NULL;
+    f->nspans = 0;
+    if (spans == Py_None)
+        return 0;
+    if (PyUnicode_Check(spans)) {
+        PyErr_SetString(PyExc_TypeError, "spans must be a list of span ids or None, not str");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(spans, "spans must be a list of span ids or None");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    *ids = PyMem_Malloc((size_t)(n ? n : 1) * sizeof **ids);
+    if (!*ids) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    const roast_intern *strings = roast_agg_strings_const(self->agg);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &len) : NULL;
+        if (!utf8) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "span ids must be str, not %.100s",
+                             Py_TYPE(item)->tp_name);
+            Py_DECREF(seq);
+            return -1;
+        }
+        roast_id id;
+        if (len && roast_intern_find(strings, utf8, (size_t)len, &id))
+            (*ids)[f->nspans++] = id;
+    }
+    f->spans = *ids;
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* Drains the ring, then encodes the filtered snapshot. */
+static PyObject *agg_encode(Aggregator *self, PyObject *spans, double t_from, double t_to,
+                            double now)
+{
+    roast_snapshot_filter filter = {NULL, 0, t_from, t_to};
+    roast_id *ids;
+    if (build_filter(self, spans, &filter, &ids) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    agg_drain(self);
+    sync_counters(self);
+    roast_buf buf = {NULL, 0, 0};
+    roast_status st = roast_wire_encode_snapshot(self->agg, &filter, now, &buf);
+    PyMem_Free(ids);
+    PyObject *bytes = st == ROAST_OK ? PyBytes_FromStringAndSize(buf.data, (Py_ssize_t)buf.len)
+                                     : roastpy_raise(st, NULL);
+    roast_buf_free(&buf);
+    return bytes;
+}
+
+static PyObject *agg_snapshot(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"spans", "t_from", "t_to", "now", NULL};
+    PyObject *spans = Py_None, *now = Py_None;
+    double t_from = 0.0, t_to = 0.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OddO:snapshot", kwlist, &spans, &t_from,
+                                     &t_to, &now))
+        return NULL;
+    double t_now = now == Py_None ? roastpy_now() : PyFloat_AsDouble(now);
+    if (t_now == -1.0 && PyErr_Occurred())
+        return NULL;
+    return agg_encode((Aggregator *)op, spans, t_from, t_to, t_now);
+}
+
+/* Goes through the wire format on purpose: to_dict(...) is by construction
+ * what a client decodes from snapshot(...). */
+static PyObject *agg_to_dict(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"spans", "t_from", "t_to", NULL};
+    PyObject *spans = Py_None;
+    double t_from = 0.0, t_to = 0.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odd:to_dict", kwlist, &spans, &t_from, &t_to))
+        return NULL;
+    PyObject *bytes = agg_encode((Aggregator *)op, spans, t_from, t_to, roastpy_now());
+    if (!bytes)
+        return NULL;
+    PyObject *dict = roastpy_decode_snapshot(NULL, bytes);
+    Py_DECREF(bytes);
+    return dict;
+}
+
+static PyObject *agg_to_json(PyObject *op, PyObject *unused)
+{
+    Aggregator *self = (Aggregator *)op;
+    (void)unused;
+    agg_drain(self);
+    sync_counters(self);
+    char *text = roast_store_to_json(self->agg);
+    if (!text)
+        return PyErr_NoMemory();
+    PyObject *str = PyUnicode_FromString(text);
+    free(text);
+    return str;
+}
+
+/* ---- properties --------------------------------------------------------- */
+
+static int set_u64(PyObject *dict, const char *name, uint64_t v)
+{
+    PyObject *o = PyLong_FromUnsignedLongLong(v);
+    int rc = o ? PyDict_SetItemString(dict, name, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+/* The snapshot's counters plus what only the live object knows: the ring
+ * and the keysplit cache. Does not drain. */
+static PyObject *agg_get_counters(PyObject *op, void *closure)
+{
+    Aggregator *self = (Aggregator *)op;
+    (void)closure;
+    sync_counters(self);
+    PyObject *dict = roastpy_counters_dict(self->agg);
+    if (!dict)
+        return NULL;
+    if (set_u64(dict, "ring_pushed", roast_ring_pushed(self->ring)) < 0 ||
+        set_u64(dict, "ring_pending", roast_ring_size(self->ring)) < 0 ||
+        set_u64(dict, "ring_capacity", roast_ring_capacity(self->ring)) < 0 ||
+        set_u64(dict, "keysplit_hits", roast_keysplit_cache_hits(self->keysplit)) < 0 ||
+        set_u64(dict, "keysplit_misses", roast_keysplit_cache_misses(self->keysplit)) < 0 ||
+        set_u64(dict, "keysplit_evictions", roast_keysplit_cache_evictions(self->keysplit)) < 0) {
+        Py_DECREF(dict);
+        return NULL;
+    }
+    return dict;
+}
+
+static PyObject *agg_get_hook_calls(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(((Aggregator *)op)->hook_calls);
+}
+
+static PyObject *agg_get_hook_errors(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(((Aggregator *)op)->hook_errors);
+}
+
+static PyMethodDef agg_methods[] = {
+    {"transition", (PyCFunction)(void (*)(void))agg_transition, METH_FASTCALL | METH_KEYWORDS,
+     "transition(key, start, finish, *args, **kwargs) -> None\n\n"
+     "Dask's SchedulerPlugin.transition; records one event. Never raises."},
+    {"set_span_lookup", agg_set_span_lookup, METH_O,
+     "set_span_lookup(tasks: dict | None) -> None\n\n"
+     "The scheduler's tasks dict: spans are tasks[key].group.span_id."},
+    {"drain", agg_drain_py, METH_NOARGS, "drain() -> int\n\nApplies ring records to the tables."},
+    {"worker_seen", agg_worker_seen, METH_VARARGS,
+     "worker_seen(address: str, name: str, now: float) -> None"},
+    {"worker_removed", agg_worker_removed, METH_VARARGS,
+     "worker_removed(address: str, now: float) -> None"},
+    {"sample", agg_sample, METH_VARARGS,
+     "sample(address: str, now: float, values: tuple) -> None\n\n"
+     "14 values in roast_column order; None is not reported (NaN)."},
+    {"ingest", agg_ingest, METH_VARARGS,
+     "ingest(address: str, payload: bytes, now: float) -> bool\n\n"
+     "Applies a worker payload; True when a full flush of the worker is needed.\n"
+     "Malformed payloads are counted (payload_errors), never raised."},
+    {"set_span", agg_set_span, METH_VARARGS,
+     "set_span(span_id: str, parent: str | None, name: tuple[str, ...]) -> None"},
+    {"count_error", (PyCFunction)(void (*)(void))agg_count_error, METH_VARARGS | METH_KEYWORDS,
+     "count_error(where: str, n: int = 1) -> None"},
+    {"snapshot", (PyCFunction)(void (*)(void))agg_snapshot, METH_VARARGS | METH_KEYWORDS,
+     "snapshot(spans=None, t_from=0.0, t_to=0.0, now=None) -> bytes\n\n"
+     "Drains the ring and encodes the filtered state."},
+    {"to_dict", (PyCFunction)(void (*)(void))agg_to_dict, METH_VARARGS | METH_KEYWORDS,
+     "to_dict(spans=None, t_from=0.0, t_to=0.0) -> dict\n\n"
+     "decode_snapshot(snapshot(spans, t_from, t_to))."},
+    {"to_json", agg_to_json, METH_NOARGS, "to_json() -> str\n\nThe native state file text."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef agg_getset[] = {
+    {"counters", agg_get_counters, NULL, "The self-report (dict).", NULL},
+    {"hook_calls", agg_get_hook_calls, NULL, "Transition hook calls.", NULL},
+    {"hook_errors", agg_get_hook_errors, NULL, "Transition hook failures (counted).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject roastpy_AggregatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "roastcoffea._native.Aggregator",
+    .tp_basicsize = sizeof(Aggregator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Aggregator(*, ring_capacity=131072, series_cap_bytes=64 << 20,\n"
+              "           record_cap_bytes=64 << 20, started=None, auto_drain=True)\n\n"
+              "The scheduler side of the engine: transition hook, ring, tables, series.",
+    .tp_new = agg_new,
+    .tp_dealloc = agg_dealloc,
+    .tp_traverse = agg_traverse,
+    .tp_clear = agg_clear,
+    .tp_methods = agg_methods,
+    .tp_getset = agg_getset,
+};

@@ -1,0 +1,76 @@
+/* roastpy: private declarations shared by the files of the extension
+ * roastcoffea._native. Only plugin/ includes Python.h; native/ stays pure C.
+ *
+ * Layout: module.c (module init, key_split, interned names), charclass.c
+ * (Unicode classes for keysplit), aggregator.c (Aggregator and its transition
+ * hook), tracker.c (DigestTracker, worker side), convert.c (native tables ->
+ * Python data), decode.c (the module-level decoders). */
+#ifndef ROASTPY_H
+#define ROASTPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "roast/agg.h"
+#include "roast/common.h"
+#include "roast/intern.h"
+#include "roast/keysplit.h"
+#include "roast/ring.h"
+#include "roast/series.h"
+#include "roast/store.h"
+#include "roast/wire.h"
+
+/* Python's str.isalpha and str.split() classes, for the native keysplit. */
+extern const roast_charclass roastpy_charclass;
+
+/* Interned strings created once at import. The hook compares the objects
+ * Dask passes against these by pointer before falling back to a content
+ * compare, so the common case costs one load and one compare. */
+typedef struct roastpy_names {
+    PyObject *state[ROAST_STATE_COUNT]; /* [ROAST_STATE_OTHER] is NULL */
+    PyObject *worker, *startstops, *nbytes;
+    PyObject *action, *start, *stop, *compute, *transfer;
+    PyObject *group, *span_id;
+    PyObject *other, *dash; /* "Other", "-" */
+} roastpy_names;
+
+extern roastpy_names roastpy_n;
+
+extern PyTypeObject roastpy_AggregatorType;
+extern PyTypeObject roastpy_DigestTrackerType;
+
+/* Scheduler clock: seconds since the epoch, like time.time(). */
+double roastpy_now(void);
+
+/* Interns the UTF-8 of a str. Returns 0 on success; -1 with a Python
+ * exception set (not a str, not encodable, no memory); 1 when the table is
+ * at its bound (the table counted the overflow; no exception). */
+int roastpy_intern(roast_intern *strings, PyObject *str, roast_id *id);
+
+/* Raises the Python exception matching a failed native status. msg (may be
+ * NULL or empty) is the native message; the status text is used without it.
+ * Always returns NULL. */
+PyObject *roastpy_raise(roast_status status, const char *msg);
+
+/* A new str from native UTF-8; undecodable bytes become U+FFFD, so data from
+ * outside can always be shown. */
+PyObject *roastpy_str(roast_str s);
+
+/* convert.c: the snapshot layout of docs/architecture.md ("The snapshot as
+ * Python data") for an aggregator (taken_at NaN gives None: a state file has
+ * no time of its own), and the self-report on its own. */
+PyObject *roastpy_agg_to_dict(const roast_agg *agg, double taken_at);
+PyObject *roastpy_counters_dict(const roast_agg *agg);
+
+/* convert.c: a decoded worker payload as
+ * {"version", "incarnation", "seq", "since", "full",
+ *  "digests": {(context, span, prefix, activity, unit): value},
+ *  "records": [{"seq", "data"}]}. */
+PyObject *roastpy_payload_to_dict(const roast_payload *payload);
+
+/* decode.c: the module-level decoders. */
+PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data);
+PyObject *roastpy_decode_payload(PyObject *module, PyObject *data);
+PyObject *roastpy_state_from_json(PyObject *module, PyObject *text);
+
+#endif

@@ -1,0 +1,469 @@
+/* DigestTracker: the worker side. Diffs Worker.digests_total between
+ * heartbeats and packs the changes, plus queued instrumentation records,
+ * into the msgpack payload of native/include/roast/wire.h.
+ *
+ * Payload n carries every digest that changed in payloads n-window+1 .. n
+ * ("since" = n - window), so the scheduler, which reads only some beats,
+ * misses nothing unless it skips more than `window` of them; it then asks
+ * for full_payload(). Values are cumulative and applied by assignment.
+ *
+ * Entries are keyed by the address of the digests_total key object, on
+ * which they hold a strong reference (so the address cannot be reused);
+ * Worker.digests_total only grows, so the table is bounded by that dict.
+ * Labels are converted to UTF-8 once per new key.
+ *
+ * Threads: queue_record() may come from executor threads and payload()
+ * from the event loop. Everything runs under the GIL, and no Python code
+ * runs (no str(), no allocation of Python objects) between the first and
+ * the last change of a payload's bookkeeping, so each call sees a
+ * consistent tracker. */
+#include "roastpy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#define NLABELS 5 /* context, span, prefix, activity, unit */
+
+typedef struct tracker_entry {
+    PyObject *key;            /* strong reference; the hash key is its address */
+    char *text;               /* owned: the labels' UTF-8, back to back */
+    roast_str label[NLABELS]; /* views into text */
+    double value;             /* last value seen */
+    uint64_t changed;         /* payload number of the last change */
+    bool fresh;               /* no value seen yet */
+    bool skip;                /* labels with no UTF-8 form: never sent */
+    UT_hash_handle hh;
+} tracker_entry;
+
+typedef struct tracker_record {
+    uint64_t seq;   /* record number, 1, 2, ... */
+    uint64_t first; /* first payload that carries it */
+    char *data;     /* owned */
+    size_t len;
+} tracker_record;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *incarnation; /* str; its UTF-8 is cached by CPython in the object */
+    uint64_t seq;          /* payloads made */
+    uint64_t window;
+    tracker_entry *entries;
+    tracker_record *records; /* queue, oldest first */
+    size_t nrecords, records_cap;
+    size_t record_bytes;     /* data bytes held, <= record_cap_bytes */
+    size_t record_cap_bytes;
+    uint64_t record_seq;
+    uint64_t records_dropped; /* refused at record_cap_bytes */
+} DigestTracker;
+
+/* ---- entries ------------------------------------------------------------ */
+
+static void entry_free(tracker_entry *e)
+{
+    Py_DECREF(e->key);
+    free(e->text);
+    free(e);
+}
+
+/* Labels of a digests_total key in payload order: (context, span, prefix,
+ * activity, unit) as is, (context, activity, unit) without span and prefix.
+ * Returns new references (str), with "" for the absent ones. May run Python
+ * code (str() of a label). */
+static int entry_labels(PyObject *key, PyObject *labels[NLABELS])
+{
+    static const int from3[NLABELS] = {0, -1, -1, 1, 2};
+    bool five = PyTuple_GET_SIZE(key) == NLABELS;
+    for (int i = 0; i < NLABELS; i++) {
+        int src = five ? i : from3[i];
+        PyObject *item = src < 0 ? PyUnicode_FromStringAndSize("", 0) : PyTuple_GET_ITEM(key, src);
+        if (src >= 0)
+            item = PyUnicode_Check(item) ? Py_NewRef(item) : PyObject_Str(item);
+        if (!(labels[i] = item)) {
+            while (i-- > 0)
+                Py_DECREF(labels[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A new entry for key, or NULL with an exception. An entry whose labels have
+ * no UTF-8 form is marked skip, so the conversion is never retried. */
+static tracker_entry *entry_build(PyObject *key)
+{
+    PyObject *labels[NLABELS];
+    if (entry_labels(key, labels) < 0)
+        return NULL;
+    const char *utf8[NLABELS];
+    Py_ssize_t len[NLABELS];
+    size_t total = 0;
+    bool skip = false;
+    for (int i = 0; i < NLABELS; i++) {
+        if (!(utf8[i] = PyUnicode_AsUTF8AndSize(labels[i], &len[i]))) {
+            PyErr_Clear();
+            skip = true;
+            len[i] = 0;
+        }
+        total += (size_t)len[i];
+    }
+    tracker_entry *e = calloc(1, sizeof *e);
+    char *text = e ? malloc(total ? total : 1) : NULL;
+    if (!text) {
+        free(e);
+        e = NULL;
+        PyErr_NoMemory();
+    } else {
+        size_t at = 0;
+        for (int i = 0; i < NLABELS; i++) {
+            if (len[i])
+                memcpy(text + at, utf8[i], (size_t)len[i]);
+            e->label[i].ptr = text + at;
+            e->label[i].len = (size_t)len[i];
+            at += (size_t)len[i];
+        }
+        e->text = text;
+        e->key = Py_NewRef(key);
+        e->fresh = true;
+        e->skip = skip;
+    }
+    for (int i = 0; i < NLABELS; i++)
+        Py_DECREF(labels[i]);
+    return e;
+}
+
+static bool is_digest_key(PyObject *key)
+{
+    return PyTuple_Check(key) &&
+           (PyTuple_GET_SIZE(key) == NLABELS || PyTuple_GET_SIZE(key) == 3);
+}
+
+/* Pass 1: entries for keys not seen before. Runs Python code (str()), so it
+ * changes nothing but the entry table, one whole entry at a time. */
+static int track_new_keys(DigestTracker *self, PyObject *digests)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(digests, &pos, &key, &value)) {
+        tracker_entry *e;
+        if (!is_digest_key(key))
+            continue;
+        HASH_FIND_PTR(self->entries, &key, e);
+        if (e)
+            continue;
+        Py_INCREF(key); /* str() may change the dict under us */
+        e = entry_build(key);
+        tracker_entry *again = NULL;
+        if (e)
+            HASH_FIND_PTR(self->entries, &key, again);
+        Py_DECREF(key);
+        if (!e)
+            return -1;
+        if (again)
+            entry_free(e);
+        else
+            HASH_ADD_PTR(self->entries, key, e);
+    }
+    return 0;
+}
+
+/* Pass 2: new values, stamped with payload number seq. No Python code runs
+ * here. Values that are not int or float are ignored. */
+static void track_values(DigestTracker *self, PyObject *digests, uint64_t seq)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(digests, &pos, &key, &value)) {
+        tracker_entry *e;
+        if (!is_digest_key(key))
+            continue;
+        HASH_FIND_PTR(self->entries, &key, e);
+        if (!e || e->skip)
+            continue;
+        double v;
+        if (PyFloat_Check(value)) {
+            v = PyFloat_AS_DOUBLE(value);
+        } else if (PyLong_Check(value)) {
+            v = PyLong_AsDouble(value);
+            if (v == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear(); /* beyond a double: not a metric */
+                continue;
+            }
+        } else {
+            continue;
+        }
+        if (e->fresh || memcmp(&v, &e->value, sizeof v) != 0) {
+            e->value = v;
+            e->changed = seq;
+            e->fresh = false;
+        }
+    }
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+/* Forgets the records carried by their last payload (records are queued in
+ * order, so they leave from the front). */
+static void records_expire(DigestTracker *self)
+{
+    size_t n = 0;
+    while (n < self->nrecords && self->seq >= self->records[n].first + self->window - 1) {
+        self->record_bytes -= self->records[n].len;
+        free(self->records[n].data);
+        n++;
+    }
+    if (n == 0)
+        return;
+    self->nrecords -= n;
+    memmove(self->records, self->records + n, self->nrecords * sizeof *self->records);
+}
+
+static void records_free(DigestTracker *self)
+{
+    for (size_t i = 0; i < self->nrecords; i++)
+        free(self->records[i].data);
+    free(self->records);
+    self->records = NULL;
+    self->nrecords = self->records_cap = 0;
+    self->record_bytes = 0;
+}
+
+/* ---- payloads ----------------------------------------------------------- */
+
+/* Encodes payload number self->seq into buf: changed entries (or all when
+ * full) and every held record. Native memory only. */
+static roast_status tracker_encode(DigestTracker *self, bool full, roast_buf *buf)
+{
+    uint64_t since = full || self->seq <= self->window ? 0 : self->seq - self->window;
+    size_t n = HASH_COUNT(self->entries);
+    roast_digest_item *items = malloc((n ? n : 1) * sizeof *items);
+    roast_record_item *recs = malloc((self->nrecords ? self->nrecords : 1) * sizeof *recs);
+    if (!items || !recs) {
+        free(items);
+        free(recs);
+        return ROAST_ENOMEM;
+    }
+    size_t k = 0;
+    for (tracker_entry *e = self->entries; e; e = e->hh.next) {
+        if (e->skip || e->fresh || (!full && e->changed <= since))
+            continue;
+        items[k] = (roast_digest_item){e->label[0], e->label[1], e->label[2],
+                                       e->label[3], e->label[4], e->value};
+        k++;
+    }
+    for (size_t i = 0; i < self->nrecords; i++)
+        recs[i] = (roast_record_item){self->records[i].seq,
+                                      {self->records[i].data, self->records[i].len}};
+    Py_ssize_t inc_len;
+    const char *inc = PyUnicode_AsUTF8AndSize(self->incarnation, &inc_len); /* cached */
+    roast_payload p = {{inc, (size_t)inc_len}, self->seq, since, full,
+                       items, k, recs, self->nrecords};
+    roast_status st = roast_wire_encode_payload(&p, buf);
+    free(items);
+    free(recs);
+    return st;
+}
+
+static PyObject *tracker_make(DigestTracker *self, PyObject *digests, bool full)
+{
+    if (!PyDict_Check(digests))
+        return PyErr_Format(PyExc_TypeError, "digests_total must be a dict, not %.100s",
+                            Py_TYPE(digests)->tp_name);
+    if (track_new_keys(self, digests) < 0)
+        return NULL;
+    /* From here to the end of the bookkeeping no Python code runs. */
+    self->seq++;
+    track_values(self, digests, self->seq);
+    roast_buf buf = {NULL, 0, 0};
+    roast_status st = tracker_encode(self, full, &buf);
+    if (st == ROAST_OK)
+        records_expire(self);
+    PyObject *bytes = st == ROAST_OK ? PyBytes_FromStringAndSize(buf.data, (Py_ssize_t)buf.len)
+                                     : roastpy_raise(st, NULL);
+    roast_buf_free(&buf);
+    return bytes;
+}
+
+static PyObject *tracker_payload(PyObject *op, PyObject *digests)
+{
+    return tracker_make((DigestTracker *)op, digests, false);
+}
+
+static PyObject *tracker_full_payload(PyObject *op, PyObject *digests)
+{
+    return tracker_make((DigestTracker *)op, digests, true);
+}
+
+static PyObject *tracker_queue_record(PyObject *op, PyObject *data)
+{
+    DigestTracker *self = (DigestTracker *)op;
+    Py_buffer view;
+    if (PyUnicode_Check(data))
+        return PyErr_Format(PyExc_TypeError, "record data must be bytes, not str");
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    size_t len = (size_t)view.len;
+    PyObject *result = Py_False;
+    if (len > self->record_cap_bytes - self->record_bytes) {
+        self->records_dropped++;
+    } else {
+        if (self->nrecords == self->records_cap) {
+            size_t cap = self->records_cap ? self->records_cap * 2 : 16;
+            tracker_record *grown = realloc(self->records, cap * sizeof *grown);
+            if (!grown)
+                goto nomem;
+            self->records = grown;
+            self->records_cap = cap;
+        }
+        char *copy = malloc(len ? len : 1);
+        if (!copy)
+            goto nomem;
+        memcpy(copy, view.buf, len);
+        self->records[self->nrecords++] =
+            (tracker_record){++self->record_seq, self->seq + 1, copy, len};
+        self->record_bytes += len;
+        result = Py_True;
+    }
+    PyBuffer_Release(&view);
+    return Py_NewRef(result);
+nomem:
+    PyBuffer_Release(&view);
+    return PyErr_NoMemory();
+}
+
+/* ---- type --------------------------------------------------------------- */
+
+static void entries_clear(DigestTracker *self)
+{
+    tracker_entry *e, *tmp;
+    HASH_ITER(hh, self->entries, e, tmp) {
+        HASH_DEL(self->entries, e);
+        entry_free(e);
+    }
+}
+
+static int tracker_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    DigestTracker *self = (DigestTracker *)op;
+    for (tracker_entry *e = self->entries; e; e = e->hh.next)
+        Py_VISIT(e->key);
+    return 0;
+}
+
+static int tracker_clear(PyObject *op)
+{
+    entries_clear((DigestTracker *)op);
+    return 0;
+}
+
+static void tracker_dealloc(PyObject *op)
+{
+    DigestTracker *self = (DigestTracker *)op;
+    PyObject_GC_UnTrack(op);
+    entries_clear(self);
+    records_free(self);
+    Py_XDECREF(self->incarnation);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"incarnation", "window", "record_cap_bytes", NULL};
+    PyObject *incarnation;
+    Py_ssize_t window = 4, cap = 16 << 20;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|nn:DigestTracker", kwlist, &incarnation,
+                                     &window, &cap))
+        return NULL;
+    if (window < 1 || cap < 0) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 1 and record_cap_bytes >= 0");
+        return NULL;
+    }
+    if (!PyUnicode_AsUTF8AndSize(incarnation, NULL))
+        return NULL;
+    DigestTracker *self = (DigestTracker *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->incarnation = Py_NewRef(incarnation);
+    self->window = (uint64_t)window;
+    self->record_cap_bytes = (size_t)cap;
+    return (PyObject *)self;
+}
+
+static PyObject *tracker_get_incarnation(PyObject *op, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((DigestTracker *)op)->incarnation);
+}
+
+static PyObject *tracker_get_seq(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(((DigestTracker *)op)->seq);
+}
+
+static PyObject *tracker_get_window(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(((DigestTracker *)op)->window);
+}
+
+static int tracker_set_window(PyObject *op, PyObject *value, void *closure)
+{
+    (void)closure;
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "window cannot be deleted");
+        return -1;
+    }
+    Py_ssize_t w = PyNumber_AsSsize_t(value, PyExc_OverflowError);
+    if (w == -1 && PyErr_Occurred())
+        return -1;
+    if (w < 1) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 1");
+        return -1;
+    }
+    ((DigestTracker *)op)->window = (uint64_t)w;
+    return 0;
+}
+
+static PyObject *tracker_get_records_dropped(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(((DigestTracker *)op)->records_dropped);
+}
+
+static PyMethodDef tracker_methods[] = {
+    {"payload", tracker_payload, METH_O,
+     "payload(digests_total: dict) -> bytes\n\n"
+     "The digests that changed in the last `window` payloads, and the queued records."},
+    {"full_payload", tracker_full_payload, METH_O,
+     "full_payload(digests_total: dict) -> bytes\n\nEvery digest and every queued record."},
+    {"queue_record", tracker_queue_record, METH_O,
+     "queue_record(data: bytes) -> bool\n\n"
+     "Queues a record for the next `window` payloads; False when at the byte cap."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef tracker_getset[] = {
+    {"incarnation", tracker_get_incarnation, NULL, "The worker incarnation (Worker.id).", NULL},
+    {"seq", tracker_get_seq, NULL, "Payloads made so far.", NULL},
+    {"window", tracker_get_window, tracker_set_window,
+     "Payloads a change (or a record) is repeated in.", NULL},
+    {"records_dropped", tracker_get_records_dropped, NULL,
+     "Records refused at record_cap_bytes.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject roastpy_DigestTrackerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "roastcoffea._native.DigestTracker",
+    .tp_basicsize = sizeof(DigestTracker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "DigestTracker(incarnation: str, window: int = 4, record_cap_bytes: int = 16 << 20)"
+              "\n\nThe worker side: diffs Worker.digests_total into heartbeat payloads.",
+    .tp_new = tracker_new,
+    .tp_dealloc = tracker_dealloc,
+    .tp_traverse = tracker_traverse,
+    .tp_clear = tracker_clear,
+    .tp_methods = tracker_methods,
+    .tp_getset = tracker_getset,
+};

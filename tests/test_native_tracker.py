@@ -1,0 +1,221 @@
+"""roastcoffea._native.DigestTracker: the worker side of the digest payloads."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from roastcoffea import _native
+
+DigestTracker = _native.DigestTracker
+decode_payload = _native.decode_payload
+
+CPU = ("execute", "span-a", "inc", "thread-cpu", "seconds")
+READ = ("execute", "span-a", "inc", "memory-read", "bytes")
+NET = ("gather-dep", "network", "seconds")
+NET5 = ("gather-dep", "", "", "network", "seconds")
+
+
+def payload(tracker: DigestTracker, digests: dict[Any, Any]) -> dict[str, Any]:
+    return decode_payload(tracker.payload(digests))
+
+
+def test_first_payload_carries_everything_then_only_changes() -> None:
+    tracker = DigestTracker("inc-1", window=2)
+    d: dict[Any, Any] = {CPU: 1.5, READ: 4096, NET: 2}
+    p1 = payload(tracker, d)
+    assert p1["version"] == 1
+    assert p1["incarnation"] == "inc-1"
+    assert (p1["seq"], p1["since"], p1["full"]) == (1, 0, False)
+    assert p1["digests"] == {CPU: 1.5, READ: 4096.0, NET5: 2.0}
+    assert p1["records"] == []
+    # nothing changed: the window still repeats payload 1's changes once
+    p2 = payload(tracker, d)
+    assert (p2["seq"], p2["since"]) == (2, 0)
+    assert p2["digests"] == p1["digests"]
+    p3 = payload(tracker, d)
+    assert (p3["seq"], p3["since"]) == (3, 1)
+    assert p3["digests"] == {}
+    d[CPU] = 2.0
+    p4 = payload(tracker, d)
+    assert (p4["seq"], p4["since"]) == (4, 2)
+    assert p4["digests"] == {CPU: 2.0}
+    idle = ("execute", "span-b", "add", "thread-noncpu", "seconds")
+    d[idle] = 0.25
+    p5 = payload(tracker, d)
+    assert p5["digests"] == {CPU: 2.0, idle: 0.25}
+    p6 = payload(tracker, d)
+    assert p6["digests"] == {idle: 0.25}
+    assert tracker.seq == 6
+
+
+def test_a_changed_value_is_repeated_for_window_payloads() -> None:
+    tracker = DigestTracker("inc-1", window=4)
+    d = {CPU: 1.0}
+    payload(tracker, d)
+    for _ in range(4):
+        payload(tracker, d)
+    d[CPU] = 2.0
+    seen = [payload(tracker, d)["digests"] for _ in range(6)]
+    assert seen == [{CPU: 2.0}] * 4 + [{}] * 2
+
+
+def test_full_payload_carries_every_digest() -> None:
+    tracker = DigestTracker("inc-1", window=1)
+    d = {CPU: 1.0, NET: 3.0}
+    payload(tracker, d)
+    assert payload(tracker, d)["digests"] == {}
+    full = decode_payload(tracker.full_payload(d))
+    assert (full["seq"], full["since"], full["full"]) == (3, 0, True)
+    assert full["digests"] == {CPU: 1.0, NET5: 3.0}
+    assert payload(tracker, d)["digests"] == {}
+    d[NET] = 4.0
+    full = decode_payload(tracker.full_payload(d))
+    assert full["digests"] == {CPU: 1.0, NET5: 4.0}
+    # the change went out in the full payload; a window of 1 does not repeat it
+    assert payload(tracker, d)["digests"] == {}
+
+
+def test_other_keys_and_values_are_skipped() -> None:
+    tracker = DigestTracker("inc-1")
+    d: dict[Any, Any] = {
+        "latency": 0.01,
+        ("odd", "length"): 1.0,
+        ("a", "b", "c", "d", "e", "f"): 1.0,
+        CPU: "not a number",
+        READ: None,
+        NET: True,  # bool is an int
+        ("execute", "s", "p", "big", "count"): 10**400,  # beyond a double
+    }
+    assert payload(tracker, d)["digests"] == {NET5: 1.0}
+    with pytest.raises(TypeError):
+        tracker.payload([(CPU, 1.0)])
+
+
+class Label:
+    """A label that is not a str; counts its conversions."""
+
+    calls = 0
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        Label.calls += 1
+        return self.text
+
+
+def test_labels_that_are_not_str_are_converted_once() -> None:
+    tracker = DigestTracker("inc-1", window=1)
+    Label.calls = 0
+    key = ("execute", None, "inc", Label("I/O"), 7)
+    d = {key: 1.0}
+    assert payload(tracker, d)["digests"] == {("execute", "None", "inc", "I/O", "7"): 1.0}
+    d[key] = 2.0
+    assert payload(tracker, d)["digests"] == {("execute", "None", "inc", "I/O", "7"): 2.0}
+    decode_payload(tracker.full_payload(d))
+    assert Label.calls == 1
+
+
+def test_labels_without_utf8_are_skipped() -> None:
+    tracker = DigestTracker("inc-1")
+    d = {("execute", "s", "p", "bad\ud800", "seconds"): 1.0, CPU: 1.0}
+    assert payload(tracker, d)["digests"] == {CPU: 1.0}
+    assert decode_payload(tracker.full_payload(d))["digests"] == {CPU: 1.0}
+
+
+def test_label_conversion_may_change_the_dict() -> None:
+    tracker = DigestTracker("inc-1")
+    d: dict[Any, Any] = {}
+
+    class Grower:
+        def __str__(self) -> str:
+            d[("ctx", f"a{len(d)}", "s")] = 1.0
+            return "grower"
+
+    d[("ctx", Grower(), "s")] = 5.0
+    digests = payload(tracker, d)["digests"]
+    assert digests[("ctx", "", "", "grower", "s")] == 5.0
+
+
+def test_records_ride_window_payloads_then_go() -> None:
+    tracker = DigestTracker("inc-1", window=2)
+    assert tracker.queue_record(b"first")
+    assert tracker.queue_record(memoryview(b"second"))
+    p1 = payload(tracker, {})
+    assert p1["records"] == [{"seq": 1, "data": b"first"}, {"seq": 2, "data": b"second"}]
+    assert tracker.queue_record(b"third")
+    p2 = payload(tracker, {})
+    assert [r["seq"] for r in p2["records"]] == [1, 2, 3]
+    p3 = payload(tracker, {})
+    assert p3["records"] == [{"seq": 3, "data": b"third"}]
+    assert payload(tracker, {})["records"] == []
+    with pytest.raises(TypeError):
+        tracker.queue_record("text")
+
+
+def test_full_payload_carries_held_records() -> None:
+    tracker = DigestTracker("inc-1", window=3)
+    tracker.queue_record(b"a")
+    payload(tracker, {})
+    tracker.queue_record(b"b")
+    full = decode_payload(tracker.full_payload({}))
+    assert [r["data"] for r in full["records"]] == [b"a", b"b"]
+
+
+def test_record_cap() -> None:
+    tracker = DigestTracker("inc-1", window=1, record_cap_bytes=10)
+    assert tracker.queue_record(b"123456")
+    assert not tracker.queue_record(b"123456")
+    assert tracker.queue_record(b"1234")
+    assert not tracker.queue_record(b"x")
+    assert tracker.records_dropped == 2
+    assert [r["data"] for r in payload(tracker, {})["records"]] == [b"123456", b"1234"]
+    assert tracker.queue_record(b"0123456789")  # room again once sent window times
+    assert tracker.records_dropped == 2
+
+
+def test_attributes() -> None:
+    tracker = DigestTracker("inc-é")
+    assert tracker.incarnation == "inc-é"
+    assert tracker.window == 4
+    assert tracker.seq == 0
+    tracker.window = 7
+    assert tracker.window == 7
+    with pytest.raises(ValueError):
+        tracker.window = 0
+    with pytest.raises(AttributeError):
+        tracker.seq = 3
+    with pytest.raises(ValueError):
+        DigestTracker("x", window=0)
+    with pytest.raises(TypeError):
+        DigestTracker(5)
+    assert decode_payload(tracker.payload({}))["incarnation"] == "inc-é"
+
+
+def test_records_from_threads_are_each_sent_once() -> None:
+    tracker = DigestTracker("inc-1", window=1)
+    per_thread, nthreads = 500, 4
+    d = {CPU: 0.0}
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def worker(n: int) -> None:
+        for i in range(per_thread):
+            assert tracker.queue_record(f"{n}-{i}".encode())
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(nthreads)]
+    for t in threads:
+        t.start()
+    while not stop.is_set():
+        d[CPU] += 1.0
+        seen.extend(r["seq"] for r in payload(tracker, d)["records"])
+        if not any(t.is_alive() for t in threads):
+            stop.set()
+    for t in threads:
+        t.join()
+    seen.extend(r["seq"] for r in payload(tracker, d)["records"])
+    assert sorted(seen) == list(range(1, per_thread * nthreads + 1))
+    assert tracker.records_dropped == 0
