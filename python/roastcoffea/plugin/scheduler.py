@@ -1,0 +1,323 @@
+"""RoastPlugin: the scheduler half of roastcoffea's Dask wiring.
+
+Register it once per cluster::
+
+    client.register_plugin(RoastPlugin())
+
+Its ``start`` builds the native aggregator, points the ``transition`` hook
+straight at the aggregator's C method, starts the sampler, adds the RPC
+handlers ``roastcoffea_snapshot``, ``roastcoffea_flush`` and
+``roastcoffea_stop``, and installs :class:`RoastWorkerPlugin` on every current
+and future worker. No hook ever raises into Dask: failures are counted in the
+aggregator (``errors`` of every snapshot) and logged at debug level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+from distributed.metrics import time
+
+from roastcoffea import _native
+from roastcoffea.plugin._compat import register_worker_plugin
+from roastcoffea.plugin._workers import PLUGIN_NAME
+from roastcoffea.plugin.sampler import Sampler
+from roastcoffea.plugin.worker import RoastWorkerPlugin
+
+logger = logging.getLogger(__name__)
+
+#: Transition records the ring holds between two sampler ticks.
+DEFAULT_RING_CAPACITY = 131072
+#: Memory bound of the per-worker time series.
+DEFAULT_SERIES_CAP_BYTES = 64 << 20
+#: Smallest series store the native layer accepts.
+MIN_SERIES_CAP_BYTES = 64 << 10
+#: Largest ring the native layer accepts.
+MAX_RING_CAPACITY = 1 << 30
+#: Seconds a flush waits for each worker's full state.
+DEFAULT_FLUSH_TIMEOUT = 10.0
+
+SNAPSHOT_HANDLER = "roastcoffea_snapshot"
+FLUSH_HANDLER = "roastcoffea_flush"
+STOP_HANDLER = "roastcoffea_stop"
+
+
+def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def _interval(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"interval must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0.01:
+        raise ValueError(f"interval must be a finite number of seconds >= 0.01, got {value}")
+    return float(value)
+
+
+class RoastPlugin(SchedulerPlugin):
+    """Collects task, worker and span metrics on the Dask scheduler.
+
+    Parameters
+    ----------
+    interval : float, default 1.0
+        Seconds between sampler ticks (worker state samples, payload reads).
+    window : int, optional
+        Payloads of history each worker payload covers. By default it follows
+        each worker's heartbeat period so the sampler never misses a change.
+    ring_capacity : int, default 131072
+        Transition records buffered between ticks; overflow is counted as
+        ``dropped_events``.
+    series_cap_bytes : int, default 64 MiB
+        Memory bound of the per-worker time series (older samples are
+        decimated, keeping min, max and mean).
+    live : bool, default True
+        Publish a small delta on the event topic ``"roastcoffea"`` at every
+        tick while a client is subscribed.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range.
+    """
+
+    name = PLUGIN_NAME
+    idempotent = True
+
+    def __init__(
+        self,
+        interval: float = 1.0,
+        *,
+        window: int | None = None,
+        ring_capacity: int = DEFAULT_RING_CAPACITY,
+        series_cap_bytes: int = DEFAULT_SERIES_CAP_BYTES,
+        live: bool = True,
+    ) -> None:
+        self.interval = _interval(interval)
+        self.window = None if window is None else _integer("window", window, 1)
+        self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
+        self.series_cap_bytes = _integer("series_cap_bytes", series_cap_bytes, MIN_SERIES_CAP_BYTES)
+        if not isinstance(live, bool):
+            raise TypeError(f"live must be a bool, not {type(live).__name__}")
+        self.live = live
+        self.scheduler: Any = None
+        self.aggregator: Any = None
+        self.sampler: Sampler | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Only the configuration travels: the aggregator and the bound C method
+        # in `transition` are built by start() on the scheduler.
+        return {
+            "interval": self.interval,
+            "window": self.window,
+            "ring_capacity": self.ring_capacity,
+            "series_cap_bytes": self.series_cap_bytes,
+            "live": self.live,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        interval = state.pop("interval")
+        self.__init__(interval, **state)
+
+    def __repr__(self) -> str:
+        status = "running" if self.sampler is not None and self.sampler.running else "idle"
+        return f"<RoastPlugin interval={self.interval}s {status}>"
+
+    async def start(self, scheduler: Any) -> None:
+        """Build the aggregator and wire it into the scheduler (Dask calls this).
+
+        Parameters
+        ----------
+        scheduler : distributed.Scheduler
+            The scheduler the plugin was registered on.
+
+        Raises
+        ------
+        Exception
+            Whatever prevented the wiring (e.g. the extension failed to build
+            the aggregator); Dask passes it to the registering client, and
+            nothing of the plugin is left behind.
+        """
+        self.scheduler = scheduler
+        try:
+            self._attach(scheduler)
+        except Exception:
+            # Dask reports the error to the registering client and does not add
+            # the plugin: leave nothing of it behind.
+            self._detach()
+            raise
+        await self._install_worker_plugin()
+
+    def _attach(self, scheduler: Any) -> None:
+        """Aggregator, span lookup, known workers, transition hook, handlers, sampler."""
+        self.aggregator = _native.Aggregator(
+            ring_capacity=self.ring_capacity,
+            series_cap_bytes=self.series_cap_bytes,
+            started=time(),
+        )
+        self.aggregator.set_span_lookup(scheduler.tasks)
+        self.sampler = Sampler(scheduler, self.aggregator, self.interval, live=self.live)
+        now = time()
+        for address, ws in list(scheduler.workers.items()):
+            self.sampler.watch(address, ws, now)
+        # The instance attribute shadows SchedulerPlugin.transition, so Dask
+        # calls the C method with no Python frame in between.
+        self.transition = self.aggregator.transition
+        scheduler.handlers[SNAPSHOT_HANDLER] = self._handle_snapshot
+        scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
+        scheduler.handlers[STOP_HANDLER] = self._handle_stop
+        self.sampler.start()
+
+    async def close(self) -> None:
+        """Stop the sampler and remove the handlers (Dask calls this on close)."""
+        with self._guard("close"):
+            self._detach()
+
+    def add_worker(self, scheduler: Any, worker: str) -> None:
+        """Record a new worker's arrival (Dask hook; never raises).
+
+        Parameters
+        ----------
+        scheduler : distributed.Scheduler
+        worker : str
+            The worker's address.
+        """
+        with self._guard("add_worker"):
+            self.sampler.watch(worker, scheduler.workers[worker], time())
+
+    def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
+        """Apply a leaving worker's last payload, record its departure (Dask hook).
+
+        Dask calls this after the ``WorkerState`` left ``scheduler.workers``;
+        the sampler kept a reference to it. Never raises.
+
+        Parameters
+        ----------
+        scheduler : distributed.Scheduler
+        worker : str
+            The worker's address.
+        **kwargs
+            ``stimulus_id`` and whatever later Dask versions add.
+        """
+        with self._guard("remove_worker"):
+            self.sampler.removed(worker, time())
+
+    def tick(self) -> None:
+        """Run one sampler pass now (the body of the periodic callback).
+
+        Must run on the scheduler's event loop, e.g. through
+        ``client.run_on_scheduler``.
+        """
+        self.sampler.tick()
+
+    async def _install_worker_plugin(self) -> None:
+        """Install RoastWorkerPlugin everywhere; failures are counted and logged."""
+        plugin = RoastWorkerPlugin(self.interval, self.window)
+        try:
+            replies = await register_worker_plugin(self.scheduler, plugin, PLUGIN_NAME)
+        except Exception:
+            self._count_error("register_worker_plugin")
+            logger.warning("roastcoffea: worker plugin not installed", exc_info=True)
+            return
+        for address, reply in replies.items():
+            if not (isinstance(reply, dict) and reply.get("status") == "OK"):
+                self._count_error("worker_plugin_setup")
+                logger.warning("roastcoffea: worker plugin setup failed on %s: %r", address, reply)
+
+    def _handle_snapshot(
+        self, span_id: str | None = None, t_from: float = 0.0, t_to: float = 0.0
+    ) -> bytes:
+        """Handler ``roastcoffea_snapshot``: the aggregator as snapshot bytes.
+
+        ``span_id`` keeps that span and its descendants; ``t_from``/``t_to``
+        bound the series (``t_to=0`` is open-ended).
+        """
+        with self._guard("snapshot", reraise=True):
+            self.aggregator.drain()
+            self.sampler.spans.sync()
+            spans = None if span_id is None else self.sampler.spans.subtree(span_id)
+            return self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
+
+    async def _handle_flush(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> dict[str, Any]:
+        """Handler ``roastcoffea_flush``: apply every worker's full state now.
+
+        Returns ``{"workers": flushed, "errors": {address: message}}``.
+        """
+        with self._guard("flush", reraise=True):
+            now = time()
+            workers = list(self.scheduler.workers.items())
+            for address, ws in workers:
+                self.sampler.watch(address, ws, now)
+            results = await asyncio.gather(
+                *(self.sampler.fetch(address, timeout) for address, _ in workers),
+                return_exceptions=True,
+            )
+            errors = {}
+            for (address, _), result in zip(workers, results, strict=True):
+                if isinstance(result, BaseException):
+                    self._count_error("flush")
+                    errors[address] = f"{type(result).__name__}: {result}"
+            self.aggregator.drain()
+            self.sampler.spans.sync()
+            return {"workers": len(workers) - len(errors), "errors": errors}
+
+    async def _handle_stop(self) -> dict[str, Any]:
+        """Handler ``roastcoffea_stop``: undo everything :meth:`start` did.
+
+        Afterwards the plugin is gone from the scheduler and from the workers,
+        so registering a new ``RoastPlugin`` starts from scratch.
+        """
+        self._detach()
+        errors: dict[str, str] = {}
+        try:
+            replies = await self.scheduler.unregister_worker_plugin(None, PLUGIN_NAME)
+        except Exception as exc:
+            errors["scheduler"] = f"{type(exc).__name__}: {exc}"
+            replies = {}
+        for address, reply in replies.items():
+            if not (isinstance(reply, dict) and reply.get("status") == "OK"):
+                errors[address] = repr(reply)
+        if self.scheduler.plugins.get(self.name) is self:
+            self.scheduler.remove_plugin(name=self.name)
+        return {"workers": len(replies) - len(errors), "errors": errors}
+
+    def _detach(self) -> None:
+        """Stop the sampler, remove our handlers, make ``transition`` a no-op."""
+        # Deleting the instance attribute brings back SchedulerPlugin.transition,
+        # which does nothing.
+        self.__dict__.pop("transition", None)
+        if self.sampler is not None:
+            self.sampler.stop()
+        handlers = self.scheduler.handlers if self.scheduler is not None else {}
+        for name, method in (
+            (SNAPSHOT_HANDLER, self._handle_snapshot),
+            (FLUSH_HANDLER, self._handle_flush),
+            (STOP_HANDLER, self._handle_stop),
+        ):
+            if handlers.get(name) == method:
+                del handlers[name]
+
+    @contextmanager
+    def _guard(self, where: str, *, reraise: bool = False) -> Iterator[None]:
+        """Count and log a failure in ``where``; re-raise only for RPC handlers."""
+        try:
+            yield
+        except Exception:
+            self._count_error(where)
+            logger.debug("roastcoffea: %s failed", where, exc_info=True)
+            if reraise:
+                raise
+
+    def _count_error(self, where: str) -> None:
+        if self.aggregator is not None:
+            self.aggregator.count_error(where)

@@ -1,0 +1,61 @@
+"""Shared fixtures: real local Dask clusters (no mocks of Dask anywhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from distributed import Client, LocalCluster
+
+from roastcoffea import RoastPlugin
+
+
+def local_cluster(**kwargs: Any) -> LocalCluster:
+    """Two single-threaded worker processes, no dashboard."""
+    options = {
+        "n_workers": 2,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+    }
+    options.update(kwargs)
+    return LocalCluster(**options)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    """The session's shared cluster; tests must not change its shape."""
+    with local_cluster() as shared:
+        yield shared
+
+
+@pytest.fixture(scope="session")
+def client(cluster: LocalCluster) -> Iterator[Client]:
+    """A client of the shared cluster."""
+    with Client(cluster) as shared:
+        yield shared
+
+
+@pytest.fixture
+def roast(client: Client) -> Client:
+    """The shared client, with a RoastPlugin registered (idempotent)."""
+    client.register_plugin(RoastPlugin())
+    return client
+
+
+@pytest.fixture
+def make_cluster() -> Iterator[Callable[..., tuple[LocalCluster, Client]]]:
+    """Factory of private clusters, for tests that change the cluster's shape."""
+    made: list[tuple[LocalCluster, Client]] = []
+
+    def make(**kwargs: Any) -> tuple[LocalCluster, Client]:
+        # A random dashboard port: the shared cluster may hold the default one.
+        own = local_cluster(**{"dashboard_address": ":0", **kwargs})
+        made.append((own, Client(own)))
+        return made[-1]
+
+    yield make
+    for own, own_client in reversed(made):
+        own_client.close()
+        own.close()

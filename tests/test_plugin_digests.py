@@ -1,0 +1,123 @@
+"""Per-worker digests (Dask's fine performance metrics) against Dask's own span totals."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import distributed
+from distributed import Client, get_worker
+from roast_testing import dask_span_metrics, keys, mismatches, our_span_metrics, wait_for
+
+from roastcoffea import RoastPlugin
+from roastcoffea.demo.tasks import burn, combine, nap
+from roastcoffea.plugin import snapshot
+
+BURN_S = NAP_S = 0.2
+N = 4
+
+
+def share(metrics: dict[tuple, float], prefix: str, activity: str) -> float:
+    """``activity``'s part of a prefix's thread-cpu + thread-noncpu + other seconds."""
+    parts = ("thread-cpu", "thread-noncpu", "other")
+    total = sum(metrics.get(("execute", prefix, part, "seconds"), 0.0) for part in parts)
+    return metrics[("execute", prefix, activity, "seconds")] / total
+
+
+def assert_equal_to_dask(client: Client, span_id: str, ours: dict[tuple, float]) -> None:
+    """Dask updates span metrics at heartbeats: poll its side, never ours."""
+    assert ours, "no digests in our snapshot"
+    theirs = wait_for(
+        lambda: dask_span_metrics(client, span_id),
+        lambda t: not mismatches(ours, t),
+        timeout=20,
+    )
+    assert mismatches(ours, theirs) == {}
+
+
+def test_span_digests_equal_dask_span_metrics(roast: Client) -> None:
+    client = roast
+    # One worker burns, the other sleeps: on two cores the burner keeps a core.
+    burner, sleeper = sorted(client.scheduler_info()["workers"])
+    with distributed.span("t") as span_id:
+        futures = client.map(burn, [BURN_S] * N, key=keys("t-burn", N), workers=[burner])
+        futures += client.map(nap, [NAP_S] * N, key=keys("t-nap", N), workers=[sleeper])
+        client.gather(futures)
+    ours = our_span_metrics(snapshot(client, span_id=span_id))
+    assert_equal_to_dask(client, span_id, ours)
+    # burn spins until its thread has used BURN_S of CPU.
+    assert ours[("execute", "t-burn", "thread-cpu", "seconds")] >= N * BURN_S
+    assert share(ours, "t-burn", "thread-cpu") >= 0.8
+    assert share(ours, "t-nap", "thread-noncpu") >= 0.8
+
+
+def test_snapshot_right_after_the_last_result_is_complete(roast: Client) -> None:
+    client = roast
+    with distributed.span("outer"), distributed.span("inner") as inner:
+        pass
+    with distributed.span("final") as span_id:
+        leaves = client.map(nap, [0.0] * 40, key=keys("final-nap", 40))
+        total = client.submit(combine, *leaves, key=keys("final-combine", 1)[0])
+        total.result()
+        snap = snapshot(client, span_id=span_id)  # no sleep, no heartbeat wait
+    assert snap["prefixes"]["final-combine"]["tasks"] == 1
+    assert snap["prefixes"]["final-nap"]["tasks"] == 40
+    ours = our_span_metrics(snap)
+    assert ("execute", "final-combine", "thread-cpu", "seconds") in ours
+    assert_equal_to_dask(client, span_id, ours)
+    # A span that ran nothing has nothing.
+    assert our_span_metrics(snapshot(client, span_id=inner, flush=False)) == {}
+
+
+def queue(marker: bytes) -> bool:
+    return get_worker().plugins["roastcoffea"].queue_record(marker)
+
+
+def test_a_queued_record_arrives_exactly_once(roast: Client) -> None:
+    client = roast
+    marker = b"record-" + uuid.uuid4().hex.encode()
+
+    def count(snap: dict[str, Any]) -> int:
+        return sum(record["data"] == marker for record in snap["records"])
+
+    assert client.submit(queue, marker, pure=False).result() is True
+    first = snapshot(client)
+    assert count(first) == 1
+    # Heartbeat payloads re-send the record while it is in their window.
+    seen = {a: first["workers"][a]["payloads"] for a in client.scheduler_info()["workers"]}
+    later = wait_for(
+        lambda: snapshot(client, flush=False),
+        lambda s: all(s["workers"][a]["payloads"] >= n + 2 for a, n in seen.items()),
+        timeout=20,
+    )
+    assert all(later["workers"][a]["payloads"] >= n + 2 for a, n in seen.items())
+    assert count(later) == 1
+    assert count(snapshot(client)) == 1
+
+
+def test_missed_payloads_are_recovered_without_a_flush(make_cluster: Any) -> None:
+    # window=1: each payload carries one heartbeat's changes, while the sampler
+    # reads every second heartbeat, so it must fetch the full state itself.
+    _, client = make_cluster()
+    client.register_plugin(RoastPlugin(interval=1.0, window=1))
+    with distributed.span("gappy") as span_id:
+        client.gather(client.map(nap, [0.1] * 20, key=keys("gappy", 20)))
+
+    def settled() -> tuple[dict, dict, dict]:
+        snap = snapshot(client, span_id=span_id, flush=False)
+        return snap, our_span_metrics(snap), dask_span_metrics(client, span_id)
+
+    snap, ours, theirs = wait_for(
+        settled,
+        lambda s: (
+            bool(s[1])
+            and not mismatches(s[1], s[2])
+            and all(w["flushes"] >= 1 for w in s[0]["workers"].values())
+        ),
+        timeout=20,
+    )
+    assert mismatches(ours, theirs) == {}
+    for address, worker in snap["workers"].items():
+        assert worker["gaps"] >= 1, address
+        assert worker["flushes"] >= 1, address
+    assert "fetch_worker_state" not in snap["errors"]
