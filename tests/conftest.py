@@ -12,12 +12,12 @@ from roastcoffea import RoastPlugin
 
 
 def local_cluster(**kwargs: Any) -> LocalCluster:
-    """Two single-threaded worker processes, no dashboard."""
+    """Two single-threaded worker processes; the HTTP server on a free port."""
     options = {
         "n_workers": 2,
         "threads_per_worker": 1,
         "processes": True,
-        "dashboard_address": None,
+        "dashboard_address": ":0",
     }
     options.update(kwargs)
     return LocalCluster(**options)
@@ -50,8 +50,7 @@ def make_cluster() -> Iterator[Callable[..., tuple[LocalCluster, Client]]]:
     made: list[tuple[LocalCluster, Client]] = []
 
     def make(**kwargs: Any) -> tuple[LocalCluster, Client]:
-        # A random dashboard port: the shared cluster may hold the default one.
-        own = local_cluster(**{"dashboard_address": ":0", **kwargs})
+        own = local_cluster(**kwargs)
         made.append((own, Client(own)))
         return made[-1]
 

@@ -48,7 +48,7 @@ def run_demo(n_tasks: int = 120, task_seconds: float = 0.01) -> dict[str, Any]:
         raise ValueError(f"task_seconds must be >= 0, got {task_seconds}")
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
