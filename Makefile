@@ -12,7 +12,7 @@ CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
 
-NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.c native/include/roast/*.h plugin/*.c plugin/*.h)
+NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] native/include/roast/*.h plugin/*.[ch])
 
 .PHONY: demo test ctest pytest lint deps fuzz bench clean
 

@@ -46,6 +46,7 @@
 #include <cjson/cJSON.h>
 
 #include "roast/series.h"
+#include "rows.h"
 
 /* Integers a double holds exactly: up to 2^53. */
 #define EXACT_UINT_MAX (UINT64_C(1) << 53)
@@ -249,122 +250,37 @@ static cJSON *jstring(const roast_agg *agg, roast_id id)
     return obj;
 }
 
-/* Row writers: each visitor appends one row array to table. */
+static cJSON *jcell(const roast_agg *agg, char kind, const roast_cell *cell)
+{
+    switch (kind) {
+    case 's': return jstring(agg, cell->id);
+    case 'u':
+    case 'w': return juint(cell->u);
+    case 'd': return jdouble(cell->d);
+    default: return jbytes(cell->bytes);
+    }
+}
+
+/* Row writer: appends one row array to table. */
 typedef struct row_ctx {
     jw *w;
     cJSON *table;
 } row_ctx;
 
-static cJSON *new_row(row_ctx *c)
-{
-    return jadd(c->w, c->table, cJSON_CreateArray());
-}
-
-static void add_s(row_ctx *c, cJSON *row, roast_id id) { jadd(c->w, row, jstring(c->w->agg, id)); }
-static void add_u(row_ctx *c, cJSON *row, uint64_t u) { jadd(c->w, row, juint(u)); }
-static void add_d(row_ctx *c, cJSON *row, double d) { jadd(c->w, row, jdouble(d)); }
-
-static int put_worker(void *ctx, const roast_worker_info *w)
+static int put_row(void *ctx, const roast_table *table, const roast_cell *cells)
 {
     row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, w->address);
-    add_s(c, row, w->name);
-    add_s(c, row, w->incarnation);
-    add_u(c, row, w->restarts);
-    add_d(c, row, w->added);
-    add_d(c, row, w->removed);
-    add_u(c, row, w->payloads);
-    add_u(c, row, w->payload_bytes);
-    add_u(c, row, w->last_seq);
-    add_u(c, row, w->gaps);
-    add_u(c, row, w->flushes);
+    cJSON *row = jadd(c->w, c->table, cJSON_CreateArray());
+    for (size_t j = 0; table->kinds[j]; j++)
+        jadd(c->w, row, jcell(c->w->agg, table->kinds[j], &cells[j]));
     return c->w->oom;
-}
-
-static int put_task(void *ctx, const roast_task_key *k, const roast_task_stats *s)
-{
-    row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, k->worker);
-    add_s(c, row, k->span);
-    add_s(c, row, k->prefix);
-    add_u(c, row, s->transitions);
-    add_u(c, row, s->tasks);
-    add_u(c, row, s->erred);
-    add_d(c, row, s->compute_s);
-    add_d(c, row, s->transfer_s);
-    add_u(c, row, s->output_bytes);
-    add_d(c, row, s->first_start);
-    add_d(c, row, s->last_stop);
-    return c->w->oom;
-}
-
-static int put_digest(void *ctx, const roast_digest_key *k, double value)
-{
-    row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, k->worker);
-    add_s(c, row, k->context);
-    add_s(c, row, k->span);
-    add_s(c, row, k->prefix);
-    add_s(c, row, k->activity);
-    add_s(c, row, k->unit);
-    add_d(c, row, value);
-    return c->w->oom;
-}
-
-static int put_span(void *ctx, const roast_span_info *s)
-{
-    row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, s->span);
-    add_s(c, row, s->parent);
-    add_s(c, row, s->name);
-    return c->w->oom;
-}
-
-static int put_record(void *ctx, const roast_record *r)
-{
-    row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, r->worker);
-    add_u(c, row, r->seq);
-    add_d(c, row, r->time);
-    jadd(c->w, row, jbytes(r->data));
-    return c->w->oom;
-}
-
-static int put_error(void *ctx, roast_id name, uint64_t count)
-{
-    row_ctx *c = ctx;
-    cJSON *row = new_row(c);
-    add_s(c, row, name);
-    add_u(c, row, count);
-    return c->w->oom;
-}
-
-static bool same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
-/* The compact single-sample form, exactly when it loses nothing. */
-static bool point_is_sample(const roast_series_point *p)
-{
-    if (p->count != 1 || !same_bits(p->t_first, p->t_last))
-        return false;
-    for (int c = 0; c < ROAST_NCOLS; c++)
-        if (!same_bits(p->min[c], p->mean[c]) || !same_bits(p->max[c], p->mean[c]))
-            return false;
-    return true;
 }
 
 static void put_point(jw *w, cJSON *points, const roast_series_point *p)
 {
     cJSON *a = jadd(w, points, cJSON_CreateArray());
     jadd(w, a, jdouble(p->t_first));
-    if (point_is_sample(p)) {
+    if (roast_point_is_sample(p)) {
         for (int c = 0; c < ROAST_NCOLS; c++)
             jadd(w, a, jdouble(p->mean[c]));
         return;
@@ -404,40 +320,23 @@ static void put_series(jw *w, cJSON *doc)
 
 static void put_limits(jw *w, cJSON *doc)
 {
-    const roast_agg_limits *l = roast_agg_limits_get(w->agg);
+    uint64_t v[ROAST_NLIMITS];
+    roast_limits_to_values(roast_agg_limits_get(w->agg), v);
     cJSON *o = jset(w, doc, "limits", cJSON_CreateObject());
-    jset(w, o, "max_strings", juint(l->max_strings));
-    jset(w, o, "max_task_rows", juint(l->max_task_rows));
-    jset(w, o, "max_digest_rows", juint(l->max_digest_rows));
-    jset(w, o, "max_workers", juint(l->max_workers));
-    jset(w, o, "max_spans", juint(l->max_spans));
-    jset(w, o, "series_cap_bytes", juint(l->series_cap_bytes));
-    jset(w, o, "record_cap_bytes", juint(l->record_cap_bytes));
+    for (int i = 0; i < ROAST_NLIMITS; i++)
+        jset(w, o, roast_limit_keys[i], juint(v[i]));
 }
 
 static void put_counters(jw *w, cJSON *doc)
 {
     roast_agg_report r;
+    roast_cell v[ROAST_NCOUNTERS];
     roast_agg_report_get(w->agg, &r);
-    const roast_agg_counters *c = &r.counters;
+    roast_report_to_cells(&r, v);
     cJSON *o = jset(w, doc, "counters", cJSON_CreateObject());
-    jset(w, o, "events", juint(c->events));
-    jset(w, o, "dropped_events", juint(c->dropped_events));
-    jset(w, o, "hook_calls", juint(c->hook_calls));
-    jset(w, o, "hook_errors", juint(c->hook_errors));
-    jset(w, o, "hook_ns_per_call", jdouble(c->hook_ns_per_call));
-    jset(w, o, "payloads", juint(c->payloads));
-    jset(w, o, "payload_bytes", juint(c->payload_bytes));
-    jset(w, o, "payload_errors", juint(c->payload_errors));
-    jset(w, o, "records", juint(c->records));
-    jset(w, o, "records_dropped", juint(c->records_dropped));
-    jset(w, o, "rows_refused", juint(c->rows_refused));
-    jset(w, o, "series_bytes", juint(r.series_bytes));
-    jset(w, o, "series_cap_bytes", juint(r.series_cap_bytes));
-    jset(w, o, "series_samples", juint(r.series_samples));
-    jset(w, o, "series_folds", juint(r.series_folds));
-    jset(w, o, "strings", juint(r.strings));
-    jset(w, o, "intern_overflows", juint(r.intern_overflows));
+    for (int i = 0; i < ROAST_NCOUNTERS; i++)
+        jset(w, o, roast_counter_keys[i],
+             i == ROAST_COUNTER_HOOK_NS ? jdouble(v[i].d) : juint(v[i].u));
 }
 
 static cJSON *build_doc(jw *w)
@@ -453,19 +352,10 @@ static cJSON *build_doc(jw *w)
     jset(w, doc, "started", jdouble(roast_agg_started(agg)));
     jset(w, doc, "series_epoch", jdouble(roast_series_epoch(roast_agg_series_const(agg))));
     put_limits(w, doc);
-    row_ctx c = {w, NULL};
-    c.table = jset(w, doc, "workers", cJSON_CreateArray());
-    roast_agg_each_worker(agg, put_worker, &c);
-    c.table = jset(w, doc, "tasks", cJSON_CreateArray());
-    roast_agg_each_task(agg, put_task, &c);
-    c.table = jset(w, doc, "digests", cJSON_CreateArray());
-    roast_agg_each_digest(agg, put_digest, &c);
-    c.table = jset(w, doc, "spans", cJSON_CreateArray());
-    roast_agg_each_span(agg, put_span, &c);
-    c.table = jset(w, doc, "records", cJSON_CreateArray());
-    roast_agg_each_record(agg, put_record, &c);
-    c.table = jset(w, doc, "errors", cJSON_CreateArray());
-    roast_agg_each_error(agg, put_error, &c);
+    for (int t = 0; t < ROAST_NTABLES; t++) {
+        row_ctx c = {w, jset(w, doc, roast_tables[t].name, cJSON_CreateArray())};
+        roast_rows_each(agg, (roast_table_id)t, put_row, &c);
+    }
     put_counters(w, doc);
     put_series(w, doc);
     return doc;
@@ -557,15 +447,8 @@ static bool get_uint(const cJSON *item, uint64_t *out)
     return true;
 }
 
-/* Row cells, as in wire.c: 's' string, 'u' uint64, 'w' uint32, 'd' double,
- * 'b' base64 bytes. Strings and bytes are interned / copied at once. */
-typedef union cell {
-    roast_id id;
-    uint64_t u;
-    double d;
-    roast_str bytes; /* malloc'd; freed by the reader */
-} cell;
-
+/* Cells (rows.h) in a state file: strings are S values, interned at once;
+ * bytes are base64 text, decoded into a malloc'd copy that read_row frees. */
 static const char *kind_name(char kind)
 {
     switch (kind) {
@@ -597,7 +480,7 @@ static roast_status get_string(jr *r, const cJSON *item, roast_id *id)
     return status;
 }
 
-static roast_status read_cell(jr *r, const cJSON *item, char kind, cell *out)
+static roast_status read_cell(jr *r, const cJSON *item, char kind, roast_cell *out)
 {
     uint64_t u;
     bool oom;
@@ -631,61 +514,25 @@ static roast_status cell_status(jr *r, roast_status status, const char *table, s
     return status;
 }
 
-/* Row restorers in the column order of the layout. */
-static roast_status get_worker(roast_agg *agg, const cell *c)
+static roast_status read_row(jr *r, const cJSON *row, const roast_table *table, size_t i)
 {
-    roast_worker_info w = {c[0].id, c[1].id, c[2].id, (uint32_t)c[3].u, c[4].d, c[5].d,
-                           c[6].u, c[7].u, c[8].u, c[9].u, c[10].u};
-    return roast_agg_restore_worker(agg, &w);
-}
-
-static roast_status get_task(roast_agg *agg, const cell *c)
-{
-    roast_task_key k = {c[0].id, c[1].id, c[2].id};
-    roast_task_stats s = {c[3].u, c[4].u, c[5].u, c[6].d, c[7].d, c[8].u, c[9].d, c[10].d};
-    return roast_agg_restore_task(agg, &k, &s);
-}
-
-static roast_status get_digest(roast_agg *agg, const cell *c)
-{
-    roast_digest_key k = {c[0].id, c[1].id, c[2].id, c[3].id, c[4].id, c[5].id};
-    return roast_agg_restore_digest(agg, &k, c[6].d);
-}
-
-static roast_status get_span(roast_agg *agg, const cell *c)
-{
-    return roast_agg_set_span(agg, c[0].id, c[1].id, c[2].id);
-}
-
-static roast_status get_record(roast_agg *agg, const cell *c)
-{
-    return roast_agg_restore_record(agg, c[0].id, c[1].u, c[2].d, c[3].bytes.ptr, c[3].bytes.len);
-}
-
-static roast_status get_error(roast_agg *agg, const cell *c)
-{
-    return roast_agg_restore_error(agg, c[0].id, c[1].u);
-}
-
-typedef roast_status (*row_get)(roast_agg *agg, const cell *cells);
-
-static roast_status read_row(jr *r, const cJSON *row, const char *table, size_t i,
-                             const char *kinds, row_get get)
-{
+    const char *kinds = table->kinds;
     size_t n = strlen(kinds), j = 0;
     if (!cJSON_IsArray(row) || (size_t)cJSON_GetArraySize(row) != n)
-        return fail(r->err, r->errcap, "state.%s[%zu]: expected an array of %zu", table, i, n);
-    cell cells[12];
+        return fail(r->err, r->errcap, "state.%s[%zu]: expected an array of %zu", table->name, i, n);
+    roast_cell cells[ROAST_ROW_MAX_CELLS];
     roast_status status = ROAST_OK;
     const cJSON *item = row->child;
     for (; j < n && status == ROAST_OK; j++, item = item->next) {
         memset(&cells[j], 0, sizeof cells[j]);
-        status = cell_status(r, read_cell(r, item, kinds[j], &cells[j]), table, i, j, kinds[j]);
+        status = cell_status(r, read_cell(r, item, kinds[j], &cells[j]), table->name, i, j,
+                             kinds[j]);
     }
     if (status == ROAST_OK) {
-        status = get(r->agg, cells);
+        status = table->restore(r->agg, cells);
         if (status == ROAST_EFULL)
-            status = fail(r->err, r->errcap, "state.%s[%zu]: beyond the file's own limits", table, i);
+            status = fail(r->err, r->errcap, "state.%s[%zu]: beyond the file's own limits",
+                          table->name, i);
     }
     for (size_t k = 0; k < j; k++)
         if (kinds[k] == 'b')
@@ -693,98 +540,58 @@ static roast_status read_row(jr *r, const cJSON *row, const char *table, size_t 
     return status;
 }
 
-static roast_status read_table(jr *r, const cJSON *arr, const char *table, const char *kinds,
-                               row_get get)
+static roast_status read_table(jr *r, const cJSON *arr, const roast_table *table)
 {
     if (!cJSON_IsArray(arr))
-        return fail(r->err, r->errcap, "state.%s: expected an array", table);
+        return fail(r->err, r->errcap, "state.%s: expected an array", table->name);
     size_t i = 0;
     for (const cJSON *row = arr->child; row; row = row->next, i++) {
-        roast_status status = read_row(r, row, table, i, kinds, get);
+        roast_status status = read_row(r, row, table, i);
         if (status != ROAST_OK)
             return status;
     }
     return ROAST_OK;
 }
 
-enum { L_STRINGS, L_TASKS, L_DIGESTS, L_WORKERS, L_SPANS, L_SERIES, L_RECORDS, L_NKEYS };
-static const char *const limit_keys[L_NKEYS] = {
-    "max_strings", "max_task_rows", "max_digest_rows", "max_workers", "max_spans",
-    "series_cap_bytes", "record_cap_bytes"};
-
-/* roast_series_new refuses caps below 64 KiB (series.h). */
-#define SERIES_MIN_CAP (64 * 1024)
-
 static roast_status read_limits(jr *r, const cJSON *obj, roast_agg_limits *l)
 {
-    const cJSON *f[L_NKEYS];
-    roast_status status = json_fields(obj, limit_keys, f, L_NKEYS, "state.limits", r->err, r->errcap);
+    const cJSON *f[ROAST_NLIMITS];
+    roast_status status = json_fields(obj, roast_limit_keys, f, ROAST_NLIMITS, "state.limits",
+                                      r->err, r->errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[L_NKEYS];
-    for (int i = 0; i < L_NKEYS; i++) {
-        uint64_t max = i < L_SERIES ? UINT32_MAX : SIZE_MAX;
+    uint64_t v[ROAST_NLIMITS];
+    for (int i = 0; i < ROAST_NLIMITS; i++) {
+        uint64_t max = roast_limit_max(i);
         if (!get_uint(f[i], &v[i]) || v[i] > max)
             return fail(r->err, r->errcap, "state.limits.%s: expected an unsigned integer up to %llu",
-                        limit_keys[i], (unsigned long long)max);
+                        roast_limit_keys[i], (unsigned long long)max);
     }
-    l->max_strings = (uint32_t)v[L_STRINGS];
-    l->max_task_rows = (uint32_t)v[L_TASKS];
-    l->max_digest_rows = (uint32_t)v[L_DIGESTS];
-    l->max_workers = (uint32_t)v[L_WORKERS];
-    l->max_spans = (uint32_t)v[L_SPANS];
-    l->series_cap_bytes = (size_t)v[L_SERIES];
-    l->record_cap_bytes = (size_t)v[L_RECORDS];
+    roast_limits_from_values(l, v);
     if (l->max_strings < 1)
         return fail(r->err, r->errcap, "state.limits.max_strings: must be at least 1");
-    if (l->series_cap_bytes < SERIES_MIN_CAP)
+    if (l->series_cap_bytes < ROAST_SERIES_MIN_CAP)
         return fail(r->err, r->errcap, "state.limits.series_cap_bytes: below the minimum of %d",
-                    SERIES_MIN_CAP);
+                    ROAST_SERIES_MIN_CAP);
     return ROAST_OK;
 }
 
-enum {
-    C_EVENTS, C_DROPPED, C_HOOK_CALLS, C_HOOK_ERRORS, C_HOOK_NS, C_PAYLOADS, C_PAYLOAD_BYTES,
-    C_PAYLOAD_ERRORS, C_RECORDS, C_RECORDS_DROPPED, C_ROWS_REFUSED, C_SERIES_BYTES,
-    C_SERIES_CAP, C_SERIES_SAMPLES, C_SERIES_FOLDS, C_STRINGS, C_INTERN_OVERFLOWS, C_NKEYS
-};
-static const char *const counter_keys[C_NKEYS] = {
-    "events", "dropped_events", "hook_calls", "hook_errors", "hook_ns_per_call", "payloads",
-    "payload_bytes", "payload_errors", "records", "records_dropped", "rows_refused",
-    "series_bytes", "series_cap_bytes", "series_samples", "series_folds", "strings",
-    "intern_overflows"};
-
 static roast_status read_counters(jr *r, const cJSON *obj, roast_agg_report *rep)
 {
-    const cJSON *f[C_NKEYS];
-    roast_status status = json_fields(obj, counter_keys, f, C_NKEYS, "state.counters", r->err, r->errcap);
+    const cJSON *f[ROAST_NCOUNTERS];
+    roast_status status = json_fields(obj, roast_counter_keys, f, ROAST_NCOUNTERS, "state.counters",
+                                      r->err, r->errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[C_NKEYS] = {0};
-    for (int i = 0; i < C_NKEYS; i++) {
-        if (i != C_HOOK_NS && !get_uint(f[i], &v[i]))
-            return fail(r->err, r->errcap, "state.counters.%s: expected %s", counter_keys[i],
+    roast_cell v[ROAST_NCOUNTERS];
+    for (int i = 0; i < ROAST_NCOUNTERS; i++) {
+        if (i != ROAST_COUNTER_HOOK_NS && !get_uint(f[i], &v[i].u))
+            return fail(r->err, r->errcap, "state.counters.%s: expected %s", roast_counter_keys[i],
                         kind_name('u'));
     }
-    if (!get_double(f[C_HOOK_NS], &rep->counters.hook_ns_per_call))
+    if (!get_double(f[ROAST_COUNTER_HOOK_NS], &v[ROAST_COUNTER_HOOK_NS].d))
         return fail(r->err, r->errcap, "state.counters.hook_ns_per_call: expected %s", kind_name('d'));
-    roast_agg_counters *c = &rep->counters;
-    c->events = v[C_EVENTS];
-    c->dropped_events = v[C_DROPPED];
-    c->hook_calls = v[C_HOOK_CALLS];
-    c->hook_errors = v[C_HOOK_ERRORS];
-    c->payloads = v[C_PAYLOADS];
-    c->payload_bytes = v[C_PAYLOAD_BYTES];
-    c->payload_errors = v[C_PAYLOAD_ERRORS];
-    c->records = v[C_RECORDS];
-    c->records_dropped = v[C_RECORDS_DROPPED];
-    c->rows_refused = v[C_ROWS_REFUSED];
-    rep->series_bytes = v[C_SERIES_BYTES];
-    rep->series_cap_bytes = v[C_SERIES_CAP];
-    rep->series_samples = v[C_SERIES_SAMPLES];
-    rep->series_folds = v[C_SERIES_FOLDS];
-    rep->strings = v[C_STRINGS];
-    rep->intern_overflows = v[C_INTERN_OVERFLOWS];
+    roast_report_from_cells(rep, v);
     return ROAST_OK;
 }
 
@@ -858,6 +665,7 @@ static roast_status read_series(jr *r, const cJSON *arr)
     return ROAST_OK;
 }
 
+/* The tables, F_WORKERS to F_ERRORS, in roast_tables order. */
 enum {
     F_FORMAT, F_VERSION, F_STARTED, F_EPOCH, F_LIMITS, F_WORKERS, F_TASKS, F_DIGESTS, F_SPANS,
     F_RECORDS, F_ERRORS, F_COUNTERS, F_SERIES, F_NKEYS
@@ -887,7 +695,7 @@ static roast_status read_header(jr *r, const cJSON *doc, const cJSON **f)
     double started, epoch;
     if (!get_double(f[F_STARTED], &started) || !isfinite(started))
         return fail(r->err, r->errcap, "state.started: expected a finite number");
-    if (!get_double(f[F_EPOCH], &epoch) || !same_bits(epoch, started))
+    if (!get_double(f[F_EPOCH], &epoch) || memcmp(&epoch, &started, sizeof epoch) != 0)
         return fail(r->err, r->errcap, "state.series_epoch: expected a number equal to started");
     roast_agg_limits limits;
     status = read_limits(r, f[F_LIMITS], &limits);
@@ -901,18 +709,8 @@ static roast_status read_doc(jr *r, const cJSON *doc)
 {
     const cJSON *f[F_NKEYS];
     roast_status status = read_header(r, doc, f);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_WORKERS], "workers", "sssw" "dd" "uuuuu", get_worker);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_TASKS], "tasks", "sss" "uuu" "dd" "u" "dd", get_task);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_DIGESTS], "digests", "ssssss" "d", get_digest);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_SPANS], "spans", "sss", get_span);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_RECORDS], "records", "sudb", get_record);
-    if (status == ROAST_OK)
-        status = read_table(r, f[F_ERRORS], "errors", "su", get_error);
+    for (int t = 0; t < ROAST_NTABLES && status == ROAST_OK; t++)
+        status = read_table(r, f[F_WORKERS + t], &roast_tables[t]);
     roast_agg_report report;
     if (status == ROAST_OK)
         status = read_counters(r, f[F_COUNTERS], &report);

@@ -24,13 +24,11 @@
 #include <string.h>
 
 #include "roast/series.h"
+#include "rows.h"
 
 /* Deep enough for every format here (a snapshot nests 4 levels), well under
  * msgpack-c's own fixed stack of 32. */
 #define WIRE_MAX_DEPTH 16
-
-/* roast_series_new refuses caps below 64 KiB (series.h). */
-#define SERIES_MIN_CAP (64 * 1024)
 
 #ifdef __GNUC__
 #define WIRE_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -700,163 +698,56 @@ static bool row_span_kept(const snap_enc *e, roast_id span)
     return bsearch(&span, e->spans, e->nspans, sizeof span, cmp_id) != NULL;
 }
 
-static int snap_task(void *ctx, const roast_task_key *k, const roast_task_stats *s)
+static void pack_cell(snap_enc *e, char kind, const roast_cell *cell)
+{
+    switch (kind) {
+    case 's': pack_sid(e, cell->id); break;
+    case 'u': msgpack_pack_uint64(&e->pk, cell->u); break;
+    case 'w': msgpack_pack_uint32(&e->pk, (uint32_t)cell->u); break;
+    case 'd': pack_number(&e->pk, cell->d); break;
+    default:
+        msgpack_pack_bin(&e->pk, cell->bytes.len);
+        msgpack_pack_bin_body(&e->pk, cell->bytes.ptr, cell->bytes.len);
+        break;
+    }
+}
+
+/* One row, in the pass e->mode: marks its strings, counts it, or writes it. */
+static int snap_row(void *ctx, const roast_table *table, const roast_cell *cells)
 {
     snap_enc *e = ctx;
-    if (!row_span_kept(e, k->span))
+    const char *kinds = table->kinds;
+    if (table->span_col >= 0 && !row_span_kept(e, cells[table->span_col].id))
         return 0;
     if (e->mode == SNAP_MARK) {
-        mark(e, k->worker);
-        mark(e, k->span);
-        mark(e, k->prefix);
+        for (size_t j = 0; kinds[j]; j++)
+            if (kinds[j] == 's')
+                mark(e, cells[j].id);
     } else if (e->mode == SNAP_COUNT) {
         e->count++;
     } else {
-        msgpack_pack_array(&e->pk, 11);
-        pack_sid(e, k->worker);
-        pack_sid(e, k->span);
-        pack_sid(e, k->prefix);
-        msgpack_pack_uint64(&e->pk, s->transitions);
-        msgpack_pack_uint64(&e->pk, s->tasks);
-        msgpack_pack_uint64(&e->pk, s->erred);
-        pack_number(&e->pk, s->compute_s);
-        pack_number(&e->pk, s->transfer_s);
-        msgpack_pack_uint64(&e->pk, s->output_bytes);
-        pack_number(&e->pk, s->first_start);
-        pack_number(&e->pk, s->last_stop);
+        msgpack_pack_array(&e->pk, strlen(kinds));
+        for (size_t j = 0; kinds[j]; j++)
+            pack_cell(e, kinds[j], &cells[j]);
     }
     return 0;
 }
 
-static int snap_digest(void *ctx, const roast_digest_key *k, double value)
+/* Writes one table: counts its kept rows, then writes them. */
+static void snap_table(snap_enc *e, roast_table_id table)
 {
-    snap_enc *e = ctx;
-    if (!row_span_kept(e, k->span))
-        return 0;
-    roast_id ids[6] = {k->worker, k->context, k->span, k->prefix, k->activity, k->unit};
-    if (e->mode == SNAP_MARK) {
-        for (int i = 0; i < 6; i++)
-            mark(e, ids[i]);
-    } else if (e->mode == SNAP_COUNT) {
-        e->count++;
-    } else {
-        msgpack_pack_array(&e->pk, 7);
-        for (int i = 0; i < 6; i++)
-            pack_sid(e, ids[i]);
-        pack_number(&e->pk, value);
-    }
-    return 0;
-}
-
-static int snap_worker(void *ctx, const roast_worker_info *w)
-{
-    snap_enc *e = ctx;
-    if (e->mode == SNAP_MARK) {
-        mark(e, w->address);
-        mark(e, w->name);
-        mark(e, w->incarnation);
-    } else if (e->mode == SNAP_COUNT) {
-        e->count++;
-    } else {
-        msgpack_pack_array(&e->pk, 11);
-        pack_sid(e, w->address);
-        pack_sid(e, w->name);
-        pack_sid(e, w->incarnation);
-        msgpack_pack_uint32(&e->pk, w->restarts);
-        pack_number(&e->pk, w->added);
-        pack_number(&e->pk, w->removed);
-        msgpack_pack_uint64(&e->pk, w->payloads);
-        msgpack_pack_uint64(&e->pk, w->payload_bytes);
-        msgpack_pack_uint64(&e->pk, w->last_seq);
-        msgpack_pack_uint64(&e->pk, w->gaps);
-        msgpack_pack_uint64(&e->pk, w->flushes);
-    }
-    return 0;
-}
-
-static int snap_span(void *ctx, const roast_span_info *s)
-{
-    snap_enc *e = ctx;
-    if (!row_span_kept(e, s->span))
-        return 0;
-    if (e->mode == SNAP_MARK) {
-        mark(e, s->span);
-        mark(e, s->parent);
-        mark(e, s->name);
-    } else if (e->mode == SNAP_COUNT) {
-        e->count++;
-    } else {
-        msgpack_pack_array(&e->pk, 3);
-        pack_sid(e, s->span);
-        pack_sid(e, s->parent);
-        pack_sid(e, s->name);
-    }
-    return 0;
-}
-
-static int snap_record(void *ctx, const roast_record *r)
-{
-    snap_enc *e = ctx;
-    if (e->mode == SNAP_MARK) {
-        mark(e, r->worker);
-    } else if (e->mode == SNAP_COUNT) {
-        e->count++;
-    } else {
-        msgpack_pack_array(&e->pk, 4);
-        pack_sid(e, r->worker);
-        msgpack_pack_uint64(&e->pk, r->seq);
-        pack_number(&e->pk, r->time);
-        msgpack_pack_bin(&e->pk, r->data.len);
-        msgpack_pack_bin_body(&e->pk, r->data.ptr, r->data.len);
-    }
-    return 0;
-}
-
-static int snap_error(void *ctx, roast_id name, uint64_t count)
-{
-    snap_enc *e = ctx;
-    if (e->mode == SNAP_MARK) {
-        mark(e, name);
-    } else if (e->mode == SNAP_COUNT) {
-        e->count++;
-    } else {
-        msgpack_pack_array(&e->pk, 2);
-        pack_sid(e, name);
-        msgpack_pack_uint64(&e->pk, count);
-    }
-    return 0;
-}
-
-/* Runs one table's visitor: counts its kept rows, then writes them. */
-#define SNAP_TABLE(e, key, each, visit)          \
-    do {                                         \
-        pack_key(&(e)->pk, key);                 \
-        (e)->mode = SNAP_COUNT;                  \
-        (e)->count = 0;                          \
-        each((e)->agg, visit, (e));              \
-        msgpack_pack_array(&(e)->pk, (e)->count); \
-        (e)->mode = SNAP_WRITE;                  \
-        each((e)->agg, visit, (e));              \
-    } while (0)
-
-static bool same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
-static bool point_is_sample(const roast_series_point *p)
-{
-    if (p->count != 1 || !same_bits(p->t_first, p->t_last))
-        return false;
-    for (int c = 0; c < ROAST_NCOLS; c++)
-        if (!same_bits(p->min[c], p->mean[c]) || !same_bits(p->max[c], p->mean[c]))
-            return false;
-    return true;
+    pack_key(&e->pk, roast_tables[table].name);
+    e->mode = SNAP_COUNT;
+    e->count = 0;
+    roast_rows_each(e->agg, table, snap_row, e);
+    msgpack_pack_array(&e->pk, e->count);
+    e->mode = SNAP_WRITE;
+    roast_rows_each(e->agg, table, snap_row, e);
 }
 
 static void pack_point(msgpack_packer *pk, const roast_series_point *p)
 {
-    if (point_is_sample(p)) {
+    if (roast_point_is_sample(p)) {
         msgpack_pack_array(pk, 1 + ROAST_NCOLS);
         pack_number(pk, p->t_first);
         for (int c = 0; c < ROAST_NCOLS; c++)
@@ -941,12 +832,8 @@ static void snap_series(snap_enc *e, const roast_id *workers, size_t nworkers)
 static void snap_mark_all(snap_enc *e, const roast_id *workers, size_t nworkers)
 {
     e->mode = SNAP_MARK;
-    roast_agg_each_worker(e->agg, snap_worker, e);
-    roast_agg_each_task(e->agg, snap_task, e);
-    roast_agg_each_digest(e->agg, snap_digest, e);
-    roast_agg_each_span(e->agg, snap_span, e);
-    roast_agg_each_record(e->agg, snap_record, e);
-    roast_agg_each_error(e->agg, snap_error, e);
+    for (int t = 0; t < ROAST_NTABLES; t++)
+        roast_rows_each(e->agg, (roast_table_id)t, snap_row, e);
     snap_series(e, workers, nworkers);
     e->index[0] = 0; /* "" is always index 0 */
 }
@@ -972,40 +859,27 @@ static void pack_uint_field(msgpack_packer *pk, const char *key, uint64_t v)
 
 static void snap_limits(msgpack_packer *pk, const roast_agg_limits *l)
 {
+    uint64_t v[ROAST_NLIMITS];
+    roast_limits_to_values(l, v);
     pack_key(pk, "limits");
-    msgpack_pack_map(pk, 7);
-    pack_uint_field(pk, "max_strings", l->max_strings);
-    pack_uint_field(pk, "max_task_rows", l->max_task_rows);
-    pack_uint_field(pk, "max_digest_rows", l->max_digest_rows);
-    pack_uint_field(pk, "max_workers", l->max_workers);
-    pack_uint_field(pk, "max_spans", l->max_spans);
-    pack_uint_field(pk, "series_cap_bytes", l->series_cap_bytes);
-    pack_uint_field(pk, "record_cap_bytes", l->record_cap_bytes);
+    msgpack_pack_map(pk, ROAST_NLIMITS);
+    for (int i = 0; i < ROAST_NLIMITS; i++)
+        pack_uint_field(pk, roast_limit_keys[i], v[i]);
 }
 
 static void snap_counters(msgpack_packer *pk, const roast_agg_report *r)
 {
-    const roast_agg_counters *c = &r->counters;
+    roast_cell v[ROAST_NCOUNTERS];
+    roast_report_to_cells(r, v);
     pack_key(pk, "counters");
-    msgpack_pack_map(pk, 17);
-    pack_uint_field(pk, "events", c->events);
-    pack_uint_field(pk, "dropped_events", c->dropped_events);
-    pack_uint_field(pk, "hook_calls", c->hook_calls);
-    pack_uint_field(pk, "hook_errors", c->hook_errors);
-    pack_key(pk, "hook_ns_per_call");
-    pack_number(pk, c->hook_ns_per_call);
-    pack_uint_field(pk, "payloads", c->payloads);
-    pack_uint_field(pk, "payload_bytes", c->payload_bytes);
-    pack_uint_field(pk, "payload_errors", c->payload_errors);
-    pack_uint_field(pk, "records", c->records);
-    pack_uint_field(pk, "records_dropped", c->records_dropped);
-    pack_uint_field(pk, "rows_refused", c->rows_refused);
-    pack_uint_field(pk, "series_bytes", r->series_bytes);
-    pack_uint_field(pk, "series_cap_bytes", r->series_cap_bytes);
-    pack_uint_field(pk, "series_samples", r->series_samples);
-    pack_uint_field(pk, "series_folds", r->series_folds);
-    pack_uint_field(pk, "strings", r->strings);
-    pack_uint_field(pk, "intern_overflows", r->intern_overflows);
+    msgpack_pack_map(pk, ROAST_NCOUNTERS);
+    for (int i = 0; i < ROAST_NCOUNTERS; i++) {
+        pack_key(pk, roast_counter_keys[i]);
+        if (i == ROAST_COUNTER_HOOK_NS)
+            pack_number(pk, v[i].d);
+        else
+            msgpack_pack_uint64(pk, v[i].u);
+    }
 }
 
 static void snap_write(snap_enc *e, double now, const roast_id *workers, size_t nworkers)
@@ -1023,12 +897,8 @@ static void snap_write(snap_enc *e, double now, const roast_id *workers, size_t 
     pack_key(pk, "series_epoch");
     pack_number(pk, roast_series_epoch(roast_agg_series_const(e->agg)));
     snap_strings(e);
-    SNAP_TABLE(e, "workers", roast_agg_each_worker, snap_worker);
-    SNAP_TABLE(e, "tasks", roast_agg_each_task, snap_task);
-    SNAP_TABLE(e, "digests", roast_agg_each_digest, snap_digest);
-    SNAP_TABLE(e, "spans", roast_agg_each_span, snap_span);
-    SNAP_TABLE(e, "records", roast_agg_each_record, snap_record);
-    SNAP_TABLE(e, "errors", roast_agg_each_error, snap_error);
+    for (int t = 0; t < ROAST_NTABLES; t++)
+        snap_table(e, (roast_table_id)t);
     snap_counters(pk, &report);
     e->mode = SNAP_WRITE;
     snap_series(e, workers, nworkers);
@@ -1084,15 +954,8 @@ typedef struct snap_dec {
     size_t errcap;
 } snap_dec;
 
-/* One cell of a table row; kinds: 's' string index, 'u' uint64, 'w' uint32,
- * 'd' number, 'b' bytes. */
-typedef union cell {
-    roast_id id;
-    uint64_t u;
-    double d;
-    roast_str bytes;
-} cell;
-
+/* Cells (rows.h) in a snapshot: strings are indexes into "strings"; bytes
+ * are views into the input. */
 static const char *kind_name(char kind)
 {
     switch (kind) {
@@ -1104,7 +967,7 @@ static const char *kind_name(char kind)
     }
 }
 
-static bool read_cell(const snap_dec *d, const msgpack_object *o, char kind, cell *out)
+static bool read_cell(const snap_dec *d, const msgpack_object *o, char kind, roast_cell *out)
 {
     uint64_t u;
     switch (kind) {
@@ -1124,70 +987,33 @@ static bool read_cell(const snap_dec *d, const msgpack_object *o, char kind, cel
     }
 }
 
-static roast_status read_row(const snap_dec *d, const msgpack_object *row, const char *table,
-                             size_t i, const char *kinds, cell *cells)
+static roast_status read_row(const snap_dec *d, const msgpack_object *row,
+                             const roast_table *table, size_t i, roast_cell *cells)
 {
+    const char *kinds = table->kinds;
     size_t n = strlen(kinds);
     if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != n)
-        return fail(d->err, d->errcap, "snapshot.%s[%zu]: expected an array of %zu", table, i, n);
+        return fail(d->err, d->errcap, "snapshot.%s[%zu]: expected an array of %zu", table->name,
+                    i, n);
     for (size_t j = 0; j < n; j++)
         if (!read_cell(d, &row->via.array.ptr[j], kinds[j], &cells[j]))
-            return fail(d->err, d->errcap, "snapshot.%s[%zu][%zu]: expected %s", table, i, j,
-                        kind_name(kinds[j]));
+            return fail(d->err, d->errcap, "snapshot.%s[%zu][%zu]: expected %s", table->name, i,
+                        j, kind_name(kinds[j]));
     return ROAST_OK;
 }
 
-/* Row restorers, one per table, in the column order of the layout. */
-static roast_status put_worker(roast_agg *agg, const cell *c)
-{
-    roast_worker_info w = {c[0].id, c[1].id, c[2].id, (uint32_t)c[3].u, c[4].d, c[5].d,
-                           c[6].u, c[7].u, c[8].u, c[9].u, c[10].u};
-    return roast_agg_restore_worker(agg, &w);
-}
-
-static roast_status put_task(roast_agg *agg, const cell *c)
-{
-    roast_task_key k = {c[0].id, c[1].id, c[2].id};
-    roast_task_stats s = {c[3].u, c[4].u, c[5].u, c[6].d, c[7].d, c[8].u, c[9].d, c[10].d};
-    return roast_agg_restore_task(agg, &k, &s);
-}
-
-static roast_status put_digest(roast_agg *agg, const cell *c)
-{
-    roast_digest_key k = {c[0].id, c[1].id, c[2].id, c[3].id, c[4].id, c[5].id};
-    return roast_agg_restore_digest(agg, &k, c[6].d);
-}
-
-static roast_status put_span(roast_agg *agg, const cell *c)
-{
-    return roast_agg_set_span(agg, c[0].id, c[1].id, c[2].id);
-}
-
-static roast_status put_record(roast_agg *agg, const cell *c)
-{
-    return roast_agg_restore_record(agg, c[0].id, c[1].u, c[2].d, c[3].bytes.ptr, c[3].bytes.len);
-}
-
-static roast_status put_error(roast_agg *agg, const cell *c)
-{
-    return roast_agg_restore_error(agg, c[0].id, c[1].u);
-}
-
-typedef roast_status (*row_put)(roast_agg *agg, const cell *cells);
-
-static roast_status dec_table(snap_dec *d, const msgpack_object *arr, const char *table,
-                              const char *kinds, row_put put)
+static roast_status dec_table(snap_dec *d, const msgpack_object *arr, const roast_table *table)
 {
     if (arr->type != MSGPACK_OBJECT_ARRAY)
-        return fail(d->err, d->errcap, "snapshot.%s: expected an array", table);
-    cell cells[12] = {0};
+        return fail(d->err, d->errcap, "snapshot.%s: expected an array", table->name);
+    roast_cell cells[ROAST_ROW_MAX_CELLS] = {{0}};
     for (size_t i = 0; i < arr->via.array.size; i++) {
-        roast_status status = read_row(d, &arr->via.array.ptr[i], table, i, kinds, cells);
+        roast_status status = read_row(d, &arr->via.array.ptr[i], table, i, cells);
         if (status == ROAST_OK)
-            status = put(d->agg, cells);
+            status = table->restore(d->agg, cells);
         if (status == ROAST_EFULL)
             return fail(d->err, d->errcap, "snapshot.%s[%zu]: beyond the snapshot's own limits",
-                        table, i);
+                        table->name, i);
         if (status != ROAST_OK)
             return status;
     }
@@ -1215,82 +1041,46 @@ static roast_status dec_strings(snap_dec *d, const msgpack_object *arr)
     return ROAST_OK;
 }
 
-enum { L_STRINGS, L_TASKS, L_DIGESTS, L_WORKERS, L_SPANS, L_SERIES, L_RECORDS, L_NKEYS };
-static const char *const limit_keys[L_NKEYS] = {
-    "max_strings", "max_task_rows", "max_digest_rows", "max_workers", "max_spans",
-    "series_cap_bytes", "record_cap_bytes"};
-
 static roast_status dec_limits(const msgpack_object *map, roast_agg_limits *l, char *err,
                                size_t errcap)
 {
-    const msgpack_object *f[L_NKEYS];
-    roast_status status = map_fields(map, limit_keys, f, L_NKEYS, "snapshot.limits", err, errcap);
+    const msgpack_object *f[ROAST_NLIMITS];
+    roast_status status = map_fields(map, roast_limit_keys, f, ROAST_NLIMITS, "snapshot.limits",
+                                     err, errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[L_NKEYS];
-    for (int i = 0; i < L_NKEYS; i++) {
-        uint64_t max = i < L_SERIES ? UINT32_MAX : SIZE_MAX;
+    uint64_t v[ROAST_NLIMITS];
+    for (int i = 0; i < ROAST_NLIMITS; i++) {
+        uint64_t max = roast_limit_max(i);
         if (!get_uint(f[i], &v[i]) || v[i] > max)
             return fail(err, errcap, "snapshot.limits.%s: expected an unsigned integer up to %llu",
-                        limit_keys[i], (unsigned long long)max);
+                        roast_limit_keys[i], (unsigned long long)max);
     }
-    l->max_strings = (uint32_t)v[L_STRINGS];
-    l->max_task_rows = (uint32_t)v[L_TASKS];
-    l->max_digest_rows = (uint32_t)v[L_DIGESTS];
-    l->max_workers = (uint32_t)v[L_WORKERS];
-    l->max_spans = (uint32_t)v[L_SPANS];
-    l->series_cap_bytes = (size_t)v[L_SERIES];
-    l->record_cap_bytes = (size_t)v[L_RECORDS];
+    roast_limits_from_values(l, v);
     if (l->max_strings < 1)
         return fail(err, errcap, "snapshot.limits.max_strings: must be at least 1");
     return ROAST_OK;
 }
 
-enum {
-    C_EVENTS, C_DROPPED, C_HOOK_CALLS, C_HOOK_ERRORS, C_HOOK_NS, C_PAYLOADS, C_PAYLOAD_BYTES,
-    C_PAYLOAD_ERRORS, C_RECORDS, C_RECORDS_DROPPED, C_ROWS_REFUSED, C_SERIES_BYTES,
-    C_SERIES_CAP, C_SERIES_SAMPLES, C_SERIES_FOLDS, C_STRINGS, C_INTERN_OVERFLOWS, C_NKEYS
-};
-static const char *const counter_keys[C_NKEYS] = {
-    "events", "dropped_events", "hook_calls", "hook_errors", "hook_ns_per_call", "payloads",
-    "payload_bytes", "payload_errors", "records", "records_dropped", "rows_refused",
-    "series_bytes", "series_cap_bytes", "series_samples", "series_folds", "strings",
-    "intern_overflows"};
-
 static roast_status dec_counters(const msgpack_object *map, roast_agg_report *r, char *err,
                                  size_t errcap)
 {
-    const msgpack_object *f[C_NKEYS];
-    roast_status status = map_fields(map, counter_keys, f, C_NKEYS, "snapshot.counters", err, errcap);
+    const msgpack_object *f[ROAST_NCOUNTERS];
+    roast_status status = map_fields(map, roast_counter_keys, f, ROAST_NCOUNTERS,
+                                     "snapshot.counters", err, errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[C_NKEYS];
-    for (int i = 0; i < C_NKEYS; i++) {
-        if (i == C_HOOK_NS)
+    roast_cell v[ROAST_NCOUNTERS];
+    for (int i = 0; i < ROAST_NCOUNTERS; i++) {
+        if (i == ROAST_COUNTER_HOOK_NS)
             continue;
-        if (!get_uint(f[i], &v[i]))
+        if (!get_uint(f[i], &v[i].u))
             return fail(err, errcap, "snapshot.counters.%s: expected an unsigned integer",
-                        counter_keys[i]);
+                        roast_counter_keys[i]);
     }
-    if (!get_number(f[C_HOOK_NS], &r->counters.hook_ns_per_call))
+    if (!get_number(f[ROAST_COUNTER_HOOK_NS], &v[ROAST_COUNTER_HOOK_NS].d))
         return fail(err, errcap, "snapshot.counters.hook_ns_per_call: expected a number");
-    roast_agg_counters *c = &r->counters;
-    c->events = v[C_EVENTS];
-    c->dropped_events = v[C_DROPPED];
-    c->hook_calls = v[C_HOOK_CALLS];
-    c->hook_errors = v[C_HOOK_ERRORS];
-    c->payloads = v[C_PAYLOADS];
-    c->payload_bytes = v[C_PAYLOAD_BYTES];
-    c->payload_errors = v[C_PAYLOAD_ERRORS];
-    c->records = v[C_RECORDS];
-    c->records_dropped = v[C_RECORDS_DROPPED];
-    c->rows_refused = v[C_ROWS_REFUSED];
-    r->series_bytes = v[C_SERIES_BYTES];
-    r->series_cap_bytes = v[C_SERIES_CAP];
-    r->series_samples = v[C_SERIES_SAMPLES];
-    r->series_folds = v[C_SERIES_FOLDS];
-    r->strings = v[C_STRINGS];
-    r->intern_overflows = v[C_INTERN_OVERFLOWS];
+    roast_report_from_cells(r, v);
     return ROAST_OK;
 }
 
@@ -1333,7 +1123,7 @@ static roast_status dec_series(snap_dec *d, const msgpack_object *map)
     const roast_intern *strings = roast_agg_strings_const(d->agg);
     for (uint32_t k = 0; k < map->via.map.size; k++) {
         const msgpack_object_kv *kv = &map->via.map.ptr[k];
-        cell w;
+        roast_cell w;
         if (!read_cell(d, &kv->key, 's', &w))
             return fail(d->err, d->errcap, "snapshot.series: key %u is not a string index", (unsigned)k);
         roast_str name = roast_intern_get(strings, w.id);
@@ -1358,6 +1148,7 @@ static roast_status dec_series(snap_dec *d, const msgpack_object *map)
     return ROAST_OK;
 }
 
+/* The tables, S_WORKERS to S_ERRORS, in roast_tables order. */
 enum {
     S_V, S_TAKEN_AT, S_STARTED, S_LIMITS, S_EPOCH, S_STRINGS, S_WORKERS, S_TASKS, S_DIGESTS,
     S_SPANS, S_RECORDS, S_ERRORS, S_COUNTERS, S_SERIES, S_NKEYS
@@ -1376,15 +1167,15 @@ static roast_status dec_header(snap_dec *d, const msgpack_object **f, double *ta
         return fail(d->err, d->errcap, "snapshot.started: expected a number");
     if (!get_number(f[S_EPOCH], &epoch))
         return fail(d->err, d->errcap, "snapshot.series_epoch: expected a number");
-    if (!same_bits(epoch, started))
+    if (memcmp(&epoch, &started, sizeof epoch) != 0) /* the same bits */
         return fail(d->err, d->errcap, "snapshot.series_epoch: differs from started");
     roast_agg_limits limits;
     roast_status status = dec_limits(f[S_LIMITS], &limits, d->err, d->errcap);
     if (status != ROAST_OK)
         return status;
-    if (limits.series_cap_bytes < SERIES_MIN_CAP)
+    if (limits.series_cap_bytes < ROAST_SERIES_MIN_CAP)
         return fail(d->err, d->errcap, "snapshot.limits.series_cap_bytes: below the minimum of %d",
-                    SERIES_MIN_CAP);
+                    ROAST_SERIES_MIN_CAP);
     d->agg = roast_agg_new_restored(&limits, started);
     return d->agg ? ROAST_OK : ROAST_ENOMEM;
 }
@@ -1399,18 +1190,8 @@ static roast_status dec_snapshot(snap_dec *d, const msgpack_object *top, double 
         status = dec_header(d, f, taken_at);
     if (status == ROAST_OK)
         status = dec_strings(d, f[S_STRINGS]);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_WORKERS], "workers", "sssw" "dd" "uuuuu", put_worker);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_TASKS], "tasks", "sss" "uuu" "dd" "u" "dd", put_task);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_DIGESTS], "digests", "ssssss" "d", put_digest);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_SPANS], "spans", "sss", put_span);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_RECORDS], "records", "sudb", put_record);
-    if (status == ROAST_OK)
-        status = dec_table(d, f[S_ERRORS], "errors", "su", put_error);
+    for (int t = 0; t < ROAST_NTABLES && status == ROAST_OK; t++)
+        status = dec_table(d, f[S_WORKERS + t], &roast_tables[t]);
     roast_agg_report report;
     if (status == ROAST_OK)
         status = dec_counters(f[S_COUNTERS], &report, d->err, d->errcap);
