@@ -1,0 +1,108 @@
+"""The metrics dictionary, computed from plain data (no Dask here).
+
+:func:`compute_metrics` turns the collector's inputs — the span-filtered
+snapshot of the plugin, the coffea report, the chunk records and the times of
+the collector's block — into the metrics dictionary documented, key by key,
+in docs/metrics.md. A value that cannot be measured is None and
+``metrics["unavailable"][key]`` says why.
+
+Examples
+--------
+>>> from roastcoffea.metrics import MetricsInputs, compute_metrics
+>>> metrics = compute_metrics(MetricsInputs(snapshot, {span}, t0, t1, wall))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from roastcoffea.metrics import chunks, efficiency, fine, io, workers, workflow
+from roastcoffea.metrics._util import Metrics
+
+__all__ = ["MetricsInputs", "compute_metrics"]
+
+
+@dataclass(frozen=True)
+class MetricsInputs:
+    """Everything the metrics are computed from.
+
+    Attributes
+    ----------
+    snapshot : dict
+        The plugin's snapshot for the collector's span and window (layout in
+        docs/architecture.md).
+    span_ids : set of str
+        The collector's span and its descendants; task and digest rows of other
+        spans are ignored. Empty: every row of the snapshot.
+    t_start, t_end : float
+        The collector's window on the scheduler clock (epoch seconds).
+    wall_time : float
+        Seconds the collector's block took (``time.perf_counter``); 0 (not
+        measured yet) makes every rate unavailable.
+    coffea_report : dict, optional
+        coffea's ``Runner(savemetrics=True)`` report (``entries``,
+        ``bytesread``, ``processtime``, ``chunks``, ``columns``).
+    custom_metrics : dict, optional
+        ``{dataset: {"entries", "duration", "performance_counters":
+        {"num_requested_bytes"}}}`` as in roastcoffea 0.1.2; merged per dataset
+        (see docs/metrics.md).
+    chunks : list of dict
+        The chunk records of the span (``roastcoffea.records``).
+    processor_prefixes : set of str, optional
+        Explicit processor task prefixes; None: detected.
+    detected_prefixes : set of str
+        Prefixes the workers saw running coffea work items (prefix records).
+    track_workers : bool
+        Whether worker tracking was on; off, every worker metric is None.
+
+    Raises
+    ------
+    ValueError
+        If ``wall_time`` is negative or not finite, or the window ends
+        before it starts.
+    """
+
+    snapshot: dict[str, Any]
+    span_ids: set[str]
+    t_start: float
+    t_end: float
+    wall_time: float
+    coffea_report: dict[str, Any] | None = None
+    custom_metrics: dict[str, Any] | None = None
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    processor_prefixes: set[str] | None = None
+    detected_prefixes: set[str] = field(default_factory=set)
+    track_workers: bool = True
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.wall_time) and self.wall_time >= 0):
+            raise ValueError(f"wall_time must be a number of seconds >= 0, not {self.wall_time!r}")
+        if not self.t_end >= self.t_start:
+            raise ValueError(
+                f"the window ends ({self.t_end!r}) before it starts ({self.t_start!r})"
+            )
+
+
+def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
+    """Compute the metrics dictionary.
+
+    Parameters
+    ----------
+    inputs : MetricsInputs
+
+    Returns
+    -------
+    dict
+        Every key of docs/metrics.md (roastcoffea 0.1.2 names included as
+        aliases), and ``"unavailable"``: ``{key: reason}`` for each None.
+    """
+    out = Metrics()
+    fine.compute(inputs, out)
+    workers.compute(inputs, out)
+    workflow.compute(inputs, out)
+    efficiency.compute(out)
+    chunks.compute(inputs, out)
+    io.compute(inputs, out)
+    return out.result()

@@ -1,0 +1,172 @@
+"""Chunk statistics from the ``@track_metrics`` records: durations, memory, events, sections.
+
+Source: the chunk records of the collector's span (one per ``process()`` call,
+format in docs/architecture.md). A record with an ``error`` is a failed chunk:
+it is counted, and left out of every distribution, total and table below,
+whose values it would cut short.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from roastcoffea.metrics._util import Metrics, describe, is_number, lacking, put_stats
+
+if TYPE_CHECKING:
+    from roastcoffea.metrics import MetricsInputs
+
+#: Per-chunk distributions: record field -> {statistic: metric key}.
+DISTRIBUTIONS = {
+    "duration": {
+        "mean": "chunk_duration_mean",
+        "min": "chunk_duration_min",
+        "max": "chunk_duration_max",
+        "std": "chunk_duration_std",
+    },
+    "task_duration": {
+        "mean": "chunk_task_duration_mean",
+        "min": "chunk_task_duration_min",
+        "max": "chunk_task_duration_max",
+        "std": "chunk_task_duration_std",
+    },
+    "process_cpu_s": {
+        "mean": "chunk_cpu_time_mean",
+        "min": "chunk_cpu_time_min",
+        "max": "chunk_cpu_time_max",
+        "std": "chunk_cpu_time_std",
+    },
+    "mem_delta_mb": {
+        "mean": "chunk_mem_delta_mean_mb",
+        "min": "chunk_mem_delta_min_mb",
+        "max": "chunk_mem_delta_max_mb",
+        "std": "chunk_mem_delta_std_mb",
+    },
+    "num_events": {
+        "total": "total_events_from_chunks",
+        "mean": "chunk_events_mean",
+        "min": "chunk_events_min",
+        "max": "chunk_events_max",
+        "std": "chunk_events_std",
+    },
+}
+
+#: Per-chunk section dicts, each a kind in ``sections``.
+SECTION_KINDS = ("timing", "memory", "bytes", "custom")
+
+_TABLES = ("num_successful_chunks", "num_failed_chunks", "failed_chunks", "per_dataset")
+_MAPS = ("chunk_info", "sections")
+
+
+def compute(inputs: MetricsInputs, out: Metrics) -> None:
+    """Put the chunk counts, distributions, per-dataset table, chunk_info and sections."""
+    out.put("raw_chunk_metrics", list(inputs.chunks))
+    if not inputs.chunks:
+        reason = "no chunk record (process() is not decorated with @track_metrics)"
+        for key in (*_TABLES, *_MAPS):
+            out.missing(key, reason)
+        for keys in DISTRIBUTIONS.values():
+            for key in keys.values():
+                out.missing(key, reason)
+        return
+    good = [c for c in inputs.chunks if not c.get("error")]
+    failed = [c for c in inputs.chunks if c.get("error")]
+    out.put("num_successful_chunks", len(good))
+    out.put("num_failed_chunks", len(failed))
+    out.put("failed_chunks", [_failure(c) for c in failed])
+    for field, keys in DISTRIBUTIONS.items():
+        values = [c[field] for c in good if is_number(c.get(field))]
+        reason = lacking(good, field) or "no successful chunk record"
+        put_stats(out, values, keys, reason)
+    out.put("per_dataset", per_dataset(inputs.chunks))
+    out.put("chunk_info", chunk_info(good))
+    out.put("sections", sections(good))
+
+
+def _failure(chunk: dict[str, Any]) -> dict[str, Any]:
+    keys = ("dataset", "file", "entry_start", "entry_stop", "worker", "error")
+    return {key: chunk.get(key) for key in keys}
+
+
+def _total(records: list[dict[str, Any]], field: str) -> float | None:
+    """Σ field over records; None without records or when one lacks it (a partial sum misleads)."""
+    if not records or not all(is_number(r.get(field)) for r in records):
+        return None
+    return sum(r[field] for r in records)
+
+
+def per_dataset(chunks: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Chunk counts and totals per dataset.
+
+    ``num_chunks`` counts every record, ``num_failed`` the failed ones; the
+    totals and means are over the successful ones. ``events_per_second`` is
+    total_events / total_duration (the rate inside process()). A value is None
+    when a successful record lacks its input or there is no successful chunk.
+    """
+    by_dataset: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for chunk in chunks:
+        by_dataset[chunk.get("dataset")].append(chunk)
+    table: dict[Any, dict[str, Any]] = {}
+    for dataset, records in by_dataset.items():
+        good = [r for r in records if not r.get("error")]
+        duration = _total(good, "duration")
+        events = _total(good, "num_events")
+        table[dataset] = {
+            "num_chunks": len(records),
+            "num_failed": len(records) - len(good),
+            "total_duration": duration,
+            "total_task_duration": _total(good, "task_duration"),
+            "total_events": events,
+            "mean_duration": duration / len(good) if duration is not None else None,
+            "mean_events_per_chunk": events / len(good) if events is not None else None,
+            "events_per_second": (events / duration if events is not None and duration else None),
+        }
+    return table
+
+
+def chunk_info(chunks: list[dict[str, Any]]) -> dict[tuple[Any, int, int], tuple[Any, Any, Any]]:
+    """{(file, entry_start, entry_stop): (t_start, t_end, bytes_read)} for throughput plots.
+
+    Records without file, entry range or times are left out; ``bytes_read`` is
+    None when unmeasured (never 0). A range seen twice (a retried chunk) keeps
+    the last record.
+    """
+    info: dict[tuple[Any, int, int], tuple[Any, Any, Any]] = {}
+    for c in chunks:
+        fields = (c.get("file"), c.get("entry_start"), c.get("entry_stop"))
+        times = (c.get("t_start"), c.get("t_end"))
+        if None not in fields and None not in times:
+            info[fields] = (*times, c.get("bytes_read"))
+    return info
+
+
+def sections(chunks: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per-section statistics across chunks, per kind (timing s, memory MiB, bytes, custom).
+
+    For each kind and section name: :func:`describe` of the section's values
+    over the chunks that recorded it (``count`` is that number of chunks);
+    ``non_numeric`` counts the values left out because they are not numbers
+    (None: unmeasured; for custom metrics also text and the like); ``calls`` is
+    the number of tracked blocks summed over chunks (a name repeated in a chunk
+    accumulates), None when a record lacks ``section_counts`` for it.
+    """
+    values: dict[str, dict[str, list[Any]]] = {kind: defaultdict(list) for kind in SECTION_KINDS}
+    calls: dict[str, dict[str, list[Any]]] = {kind: defaultdict(list) for kind in SECTION_KINDS}
+    for chunk in chunks:
+        counts = chunk.get("section_counts") or {}
+        for kind in SECTION_KINDS:
+            for name, value in (chunk.get(kind) or {}).items():
+                values[kind][name].append(value)
+                calls[kind][name].append((counts.get(kind) or {}).get(name))
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, names in values.items():
+        table[kind] = {}
+        for name in sorted(names, key=str):
+            numbers = [v for v in names[name] if is_number(v)]
+            blocks = calls[kind][name]
+            table[kind][name] = {
+                **(describe(numbers) or {"count": 0}),
+                "non_numeric": len(names[name]) - len(numbers),
+                "calls": sum(blocks) if all(is_number(n) for n in blocks) else None,
+            }
+    return table

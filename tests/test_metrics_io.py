@@ -1,0 +1,125 @@
+"""ROOT input metrics: byte totals, compression ratio, branch coverage per file."""
+
+from __future__ import annotations
+
+from test_metrics_support import chunk, close, metrics_of
+
+META_A = {
+    "filename": "a",
+    "compression_ratio": 0.25,
+    "total_branches": 10,
+    "total_tree_bytes": 100_000,
+}
+META_B = {
+    "filename": "b",
+    "compression_ratio": 0.5,
+    "total_branches": 4,
+    "total_tree_bytes": 10_000,
+}
+
+CHUNKS = [
+    chunk(
+        file="a",
+        file_metadata=META_A,
+        accessed_branches=["Jet_pt", "Jet_eta"],
+        accessed_bytes=4000,
+        accessed_uncompressed_bytes=16000,
+    ),
+    chunk(
+        file="a",
+        file_metadata=META_A,
+        accessed_branches=["Jet_pt", "Muon_pt"],
+        accessed_bytes=6000,
+        accessed_uncompressed_bytes=20000,
+    ),
+    chunk(
+        file="b",
+        file_metadata=META_B,
+        accessed_branches=["Jet_pt"],
+        accessed_bytes=1000,
+        accessed_uncompressed_bytes=2000,
+        bytes_read=None,
+    ),
+    chunk(
+        file="b",
+        file_metadata=META_B,
+        accessed_branches=["Muon_eta"],
+        accessed_bytes=500,
+        accessed_uncompressed_bytes=1000,
+        error="RuntimeError: late failure",  # it read its bytes all the same
+    ),
+]
+
+
+def test_byte_totals() -> None:
+    m = metrics_of(chunks=CHUNKS)
+    assert m["bytes_read_uncompressed"] == 16000 + 20000 + 2000 + 1000
+    assert m["chunk_bytes_read_task"] == 4 * 8000
+    assert m["chunk_bytes_read"] is None
+    assert m["unavailable"]["chunk_bytes_read"] == "1 of 4 chunk records lack 'bytes_read'"
+
+
+def test_compression_ratio_of_what_was_read() -> None:
+    m = metrics_of(chunks=CHUNKS)
+    assert close(m["compression_ratio"], (4000 + 6000 + 1000 + 500) / 39000)
+    partial = [*CHUNKS, chunk(accessed_bytes=None, accessed_uncompressed_bytes=10**6)]
+    m = metrics_of(chunks=partial)
+    assert close(m["compression_ratio"], 11500 / 39000)  # the chunk lacking a size is left out
+    assert m["bytes_read_uncompressed"] == 39000 + 10**6
+
+
+def test_compression_ratio_unavailable() -> None:
+    why = {"accessed_uncompressed_bytes": "the entry range holds no baskets"}
+    lost = chunk(accessed_bytes=None, accessed_uncompressed_bytes=None, unavailable=why)
+    m = metrics_of(chunks=[lost])
+    assert m["compression_ratio"] is None
+    assert m["unavailable"]["compression_ratio"] == (
+        "no chunk record has both accessed sizes: 1 of 1 chunk records lack "
+        "'accessed_uncompressed_bytes' (the entry range holds no baskets)"
+    )
+    assert "lack 'accessed_uncompressed_bytes'" in m["unavailable"]["bytes_read_uncompressed"]
+    m = metrics_of(chunks=[chunk(accessed_bytes=0, accessed_uncompressed_bytes=0)])
+    assert m["compression_ratio"] is None
+    assert m["unavailable"]["compression_ratio"].endswith("is 0")
+
+
+def test_branch_coverage_per_file_uses_every_chunk() -> None:
+    m = metrics_of(chunks=CHUNKS)
+    files = m["file_read_metrics"]
+    assert files["a"] == {
+        "num_chunks": 2,
+        "total_branches": 10,
+        "branches_read": 3,
+        "branches_read_percent": 30.0,
+        "total_tree_bytes": 100_000,
+        "bytes_read": 10_000,
+        "bytes_read_percent": 10.0,
+        "compression_ratio": 10_000 / 36_000,
+    }
+    assert files["b"]["branches_read_percent"] == 50.0
+    assert files["b"]["bytes_read_percent"] == 15.0
+    assert m["avg_branches_read_percent"] == 40.0
+    assert m["avg_bytes_read_percent"] == 12.5
+    assert m["bytes_read_percent_per_file"] == [10.0, 15.0]
+    assert m["compression_ratios"] == [10_000 / 36_000, 1500 / 3000]
+    assert m["file_metadata"] == {"a": META_A, "b": META_B}
+    assert m["accessed_branches"] == ["Jet_eta", "Jet_pt", "Muon_eta", "Muon_pt"]
+    assert m["total_branches_read"] == 4
+
+
+def test_files_without_metadata() -> None:
+    m = metrics_of(chunks=[*CHUNKS, chunk(file="c", file_metadata=None, accessed_bytes=None)])
+    c = m["file_read_metrics"]["c"]
+    assert (c["branches_read"], c["branches_read_percent"], c["bytes_read"]) == (2, None, None)
+    assert m["avg_bytes_read_percent"] == 12.5  # over the files that have it
+    m = metrics_of(chunks=[chunk(file_metadata=None)])
+    assert m["avg_branches_read_percent"] is None
+    assert "no file has branches_read_percent" in m["unavailable"]["avg_branches_read_percent"]
+    assert m["compression_ratios"] == [0.25]  # from the chunk's read sizes, not its metadata
+
+
+def test_no_chunk_records() -> None:
+    m = metrics_of()
+    for key in ("bytes_read_uncompressed", "compression_ratio", "file_read_metrics"):
+        assert m[key] is None
+        assert "@track_metrics" in m["unavailable"][key]
