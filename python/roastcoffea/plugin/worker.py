@@ -8,20 +8,114 @@ worker when the scheduler does not know them):
   whose bytes reach the scheduler as ``ws.metrics["roastcoffea"]``;
 * ``worker.handlers["roastcoffea_worker_state"]``, an RPC handler that answers
   with the full cumulative state (used by flushes and after missed payloads).
+
+Its ``transition`` hook also carries the instrumentation records
+(:mod:`roastcoffea.records`): it completes the chunk records of
+:func:`roastcoffea.track_metrics` with the whole task's time once the task
+leaves "executing", and announces the task prefixes that run coffea work items.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from roastcoffea import _native
 from roastcoffea.plugin._workers import PLUGIN_NAME, WORKER_STATE_HANDLER
+from roastcoffea.records import RECORD_VERSION, encode_record
+
+try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
+    from dask._task_spec import DataNode, Task
+except ImportError:  # pragma: no cover - depends on the installed dask
+    DataNode = Task = None  # type: ignore[assignment,misc]
 
 logger = logging.getLogger(__name__)
+
+#: Chunk records a worker holds while their tasks execute; beyond it the
+#: oldest is sent at once without the task fields (counted as ``pending_overflow``).
+MAX_PENDING_CHUNKS = 4096
+#: Task classes and (prefix, span) pairs remembered as classified / announced;
+#: when either is full it is cleared (counted as ``announced_resets``), so a
+#: pair may be announced again.
+MAX_ANNOUNCED = 65536
+#: Arguments looked at per nesting level when searching a task for a work item.
+SCAN_WIDTH = 8
+#: Nesting levels searched below the task itself.
+SCAN_DEPTH = 3
+#: Attributes that make an object a coffea ``WorkItem`` (duck-typed).
+WORK_ITEM_FIELDS = ("dataset", "filename", "treename", "entrystart", "entrystop", "fileuuid")
+#: Worker task states during which the task's function may still be running.
+RUNNING_STATES = frozenset({"executing", "long-running", "cancelled", "resumed"})
+
+_MISSING = object()
+
+
+#: {type: whether its instances are work items}; types are few, but bounded anyway.
+_WORK_ITEM_TYPES: dict[type, bool] = {}
+MAX_WORK_ITEM_TYPES = 4096
+
+
+def is_work_item(obj: Any) -> bool:
+    """Whether ``obj`` looks like a coffea ``WorkItem`` (has all its fields).
+
+    Decided once per type, on its first instance: the check runs for every
+    argument of every task that starts on the worker.
+    """
+    kind = type(obj)
+    known = _WORK_ITEM_TYPES.get(kind)
+    if known is None:
+        known = all(hasattr(obj, name) for name in WORK_ITEM_FIELDS)
+        if len(_WORK_ITEM_TYPES) >= MAX_WORK_ITEM_TYPES:
+            _WORK_ITEM_TYPES.clear()
+        _WORK_ITEM_TYPES[kind] = known
+    return known
+
+
+def holds_work_item(obj: Any, depth: int = SCAN_DEPTH) -> bool:
+    """Whether a task spec (or an argument of one) carries a coffea ``WorkItem``.
+
+    Looks into ``Task`` arguments and keyword values, ``DataNode`` values and
+    plain tuples and lists, at most :data:`SCAN_WIDTH` items per level and
+    ``depth`` levels down, so the cost is bounded whatever the task holds.
+
+    Parameters
+    ----------
+    obj : Any
+        A worker task's ``run_spec``, or one of its arguments.
+    depth : int
+        Levels still allowed below ``obj``.
+
+    Returns
+    -------
+    bool
+    """
+    if is_work_item(obj):
+        return True
+    if depth <= 0:
+        return False
+    if isinstance(obj, (tuple, list)):
+        items = obj[:SCAN_WIDTH]
+    elif DataNode is not None and isinstance(obj, DataNode):
+        return holds_work_item(obj.value, depth - 1)
+    elif Task is not None and isinstance(obj, Task):
+        items = obj.args[:SCAN_WIDTH]
+        if obj.kwargs:
+            items = items + tuple(obj.kwargs.values())[:SCAN_WIDTH]
+    else:
+        return False
+    return any(holds_work_item(item, depth - 1) for item in items)
+
+
+def _task_times(ts: Any) -> tuple[float, float] | None:
+    """Start and stop of the task's last "compute" (worker clock), if any."""
+    for entry in reversed(ts.startstops):
+        if entry.get("action") == "compute":
+            return float(entry["start"]), float(entry["stop"])
+    return None
 
 
 def auto_window(sampler_interval: float, heartbeat_ms: float) -> int:
@@ -67,6 +161,27 @@ class RoastWorkerPlugin(WorkerPlugin):
         self.window = window
         self._tracker: Any = None
         self._worker: Any = None
+        # Chunk records of executing tasks: {key: [(record, source, own_bytes), ...]}.
+        # Added from task threads, completed on the event loop: guarded by the lock.
+        self._pending: dict[Any, list[tuple[dict[str, Any], Any, int]]] = {}
+        self._lock = threading.Lock()
+        # Event loop only: task classes already searched for a work item, and
+        # the (prefix, span) pairs whose prefix record was sent.
+        self._classified: dict[tuple[str, str | None, type | None], bool] = {}
+        self._announced: set[tuple[str, str | None]] = set()
+        self.counters: dict[str, int] = dict.fromkeys(
+            (
+                "chunks",
+                "chunks_with_task",
+                "pending_overflow",
+                "prefix_records",
+                "announced_resets",
+                "records_refused",
+                "encode_errors",
+                "hook_errors",
+            ),
+            0,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         return {"interval": self.interval, "window": self.window}
@@ -87,8 +202,198 @@ class RoastWorkerPlugin(WorkerPlugin):
             del worker.metrics[PLUGIN_NAME]
         if worker.handlers.get(WORKER_STATE_HANDLER) == self._full_state:
             del worker.handlers[WORKER_STATE_HANDLER]
+        with self._lock:
+            self._pending.clear()
+        self._classified.clear()
+        self._announced.clear()
         self._tracker = None
         self._worker = None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        """Worker hook: announce processor prefixes, complete chunk records.
+
+        On a transition to "executing" of a task whose (prefix, span) was not
+        announced yet, the task's spec is searched for a coffea ``WorkItem``
+        (:func:`holds_work_item`); if one is found a ``kind="prefix"`` record is
+        queued once. On any later transition of a task with pending chunk
+        records, once the task's function can no longer be running, the records
+        get the task fields and are queued. Never raises: failures are counted
+        in :attr:`counters` (``hook_errors``).
+
+        Parameters
+        ----------
+        key : Key
+            The task's key.
+        start, finish : str
+            The states Dask names (``finish`` is the requested state).
+        **kwargs
+            Ignored (the worker passes none today).
+        """
+        try:
+            if finish == "executing":
+                self._announce(key)
+            elif self._pending and key in self._pending:
+                ts = self._worker.state.tasks.get(key)
+                if ts is None or ts.state not in RUNNING_STATES:
+                    with self._lock:
+                        entries = self._pending.pop(key, ())
+                    for record, source, own_bytes in entries:
+                        self._complete(record, ts, source, own_bytes)
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea worker transition hook failed", exc_info=True)
+
+    def _announce(self, key: Any) -> None:
+        """Queue a prefix record if ``key``'s task runs a coffea work item.
+
+        Tasks are classified by (prefix, span, type of the first argument) and
+        each class is searched once: coffea's preprocessing and processing
+        tasks share the prefix "automatic_retries" when not compressed, but
+        not that type (``FileMeta`` vs a ``WorkItem`` or a tuple holding one).
+        So a task costs one dict lookup once its class is known.
+        """
+        ts = self._worker.state.tasks.get(key)
+        if ts is None:
+            return
+        spec = ts.run_spec
+        args = getattr(spec, "args", None)
+        shape = (ts.prefix, ts.span_id, type(args[0]) if args else None)
+        if shape in self._classified:
+            return
+        if len(self._classified) >= MAX_ANNOUNCED:
+            self._classified.clear()
+            self._count("announced_resets")
+        found = holds_work_item(spec)
+        self._classified[shape] = found
+        marker = (ts.prefix, ts.span_id)
+        if not found or marker in self._announced:
+            return
+        if len(self._announced) >= MAX_ANNOUNCED:
+            self._announced.clear()
+            self._count("announced_resets")
+        self._announced.add(marker)
+        record = {
+            "kind": "prefix",
+            "v": RECORD_VERSION,
+            "prefix": ts.prefix,
+            "task_key": str(key),
+            "worker": self._worker.address,
+            "span": ts.span_id,
+        }
+        if self._send(record):
+            self._count("prefix_records")
+
+    def add_chunk(
+        self, key: Any, record: dict[str, Any], source: Any = None, own_bytes: int = 0
+    ) -> None:
+        """Take a chunk record from :func:`roastcoffea.track_metrics`.
+
+        Called in the task's thread. Fills ``task_key``, ``prefix``, ``worker``
+        and ``span``; while the task executes, the record waits for
+        :meth:`transition` to add the whole task's time (``task_start``,
+        ``task_end``, ``task_duration``) and ``bytes_read_task``; otherwise it
+        is queued at once with those None. At most :data:`MAX_PENDING_CHUNKS`
+        records wait. Never raises (failures are counted).
+
+        Parameters
+        ----------
+        key : Key or None
+            The running task's key (``distributed.worker.thread_state.key``).
+        record : dict
+            The chunk record; completed in place.
+        source : uproot Source, optional
+            The chunk's file source, read again when the task ends.
+        own_bytes : int
+            Bytes the instrumentation itself requested from ``source``; they
+            are left out of ``bytes_read_task``.
+        """
+        try:
+            ts = None if key is None else self._worker.state.tasks.get(key)
+            record["task_key"] = None if key is None else str(key)
+            record["prefix"] = None if ts is None else ts.prefix
+            record["worker"] = self._worker.address
+            record["span"] = None if ts is None else ts.span_id
+            self._count("chunks")
+            if ts is None or ts.state not in RUNNING_STATES:
+                self._complete(record, None, None, own_bytes)
+                return
+            evicted: list[tuple[dict[str, Any], Any, int]] = []
+            with self._lock:
+                self._pending.setdefault(key, []).append((record, source, own_bytes))
+                if len(self._pending) > MAX_PENDING_CHUNKS:
+                    evicted = self._pending.pop(next(iter(self._pending)))
+            for old, _, old_own in evicted:
+                self._count("pending_overflow")
+                self._complete(old, None, None, old_own)
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea add_chunk failed", exc_info=True)
+
+    def _complete(self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int) -> None:
+        """Fill the task fields of a chunk record and queue it.
+
+        ``ts`` is the worker's task state after the task left "executing", or
+        None when that end was not observed (the fields are then None).
+        """
+        unavailable = record.setdefault("unavailable", {})
+        times = None if ts is None else _task_times(ts)
+        if times is None:
+            reason = (
+                "the task's end was not observed on the worker"
+                if ts is None
+                else "the worker recorded no compute time for the task"
+            )
+            for field in ("task_start", "task_end", "task_duration"):
+                record[field] = None
+                unavailable[field] = reason
+        else:
+            record["task_start"], record["task_end"] = times
+            record["task_duration"] = times[1] - times[0]
+            self._count("chunks_with_task")
+        total = None if ts is None else getattr(source, "num_requested_bytes", None)
+        if isinstance(total, int):
+            record["bytes_read_task"] = total - own_bytes
+        else:
+            record["bytes_read_task"] = None
+            if ts is None:
+                unavailable["bytes_read_task"] = "the task's end was not observed on the worker"
+            elif source is None:
+                unavailable["bytes_read_task"] = "the chunk's file source was not reachable"
+            else:
+                unavailable["bytes_read_task"] = "the file source has no num_requested_bytes"
+        self._send(record)
+
+    def _send(self, record: dict[str, Any]) -> bool:
+        """Encode and queue a record; False (counted) when it could not be."""
+        try:
+            data = encode_record(record)
+        except (TypeError, ValueError):
+            self._count("encode_errors")
+            logger.debug("roastcoffea record not encodable", exc_info=True)
+            return False
+        if self._tracker is None or not self._tracker.queue_record(data):
+            self._count("records_refused")
+            return False
+        return True
+
+    def _count(self, name: str) -> None:
+        """Add one to a counter (task threads and the event loop both count)."""
+        with self._lock:
+            self.counters[name] += 1
+
+    def instrument_counters(self) -> dict[str, int]:
+        """The instrumentation counters of this worker (a copy).
+
+        Returns
+        -------
+        dict
+            ``chunks`` records received, ``chunks_with_task`` completed with
+            the task's time, ``pending_overflow``, ``prefix_records`` sent,
+            ``announced_resets``, ``records_refused`` (queue full or plugin
+            torn down), ``encode_errors`` and ``hook_errors``.
+        """
+        with self._lock:
+            return dict(self.counters)
 
     def queue_record(self, data: bytes) -> bool:
         """Queue an opaque instrumentation record for the scheduler.

@@ -1,0 +1,355 @@
+"""Chunk and processor-prefix records: the format, and the process-local store.
+
+A *record* is a msgpack map of plain values (str, int, float, bool, None,
+bytes, lists and maps of those) that the instrumentation sends through the
+plugin: :func:`roastcoffea.track_metrics` makes one ``kind="chunk"`` record
+per call of ``process()``, and :class:`~roastcoffea.plugin.RoastWorkerPlugin`
+makes one ``kind="prefix"`` record per (worker, task prefix, span) whose tasks
+run a coffea ``WorkItem``. The worker queues the bytes with
+``RoastWorkerPlugin.queue_record``; they reach the scheduler with the
+heartbeats and come back in every snapshot as ``snapshot["records"]``
+(``{"worker", "seq", "time", "data"}`` each), where :func:`decode_records`
+turns them into dicts and :func:`records_for_spans` selects a collector's.
+
+Chunk record (``kind="chunk"``, ``v=1``). Every value that could not be
+measured is None, never 0, and ``unavailable[key]`` says why.
+
+========================  =====================================================
+key                       value and how it is measured
+========================  =====================================================
+task_key, prefix          the Dask task that ran ``process()``, its key_split
+worker, span              worker address; the task's span on the worker
+                          (``worker.state.tasks[key].span_id``). Outside a
+                          worker: None, and the caller's ``distributed.span``
+dataset, file, treename,  ``events.metadata`` (coffea's ``dataset``,
+entry_start, entry_stop   ``filename``, ``treename``, ``entrystart``,
+                          ``entrystop``)
+uuid                      coffea's ``fileuuid`` as a canonical UUID string
+num_events                ``len(events)``
+t_start, t_end            ``time.time()`` just around ``process()``
+duration                  ``time.perf_counter()`` seconds of ``process()``
+process_cpu_s             ``time.thread_time()`` seconds of ``process()``
+task_start, task_end,     the task's last "compute" entry in the worker's
+task_duration             ``TaskState.startstops`` (worker clock): the whole
+                          task (processor unpickling, file open, NanoEvents
+                          factory, ``process()``, output compression)
+mem_before_mb,            process RSS (psutil) in MiB before / after
+mem_after_mb,             ``process()``, and the difference
+mem_delta_mb
+bytes_read                change of the file source's ``num_requested_bytes``
+                          over ``process()``
+bytes_read_task           the source's ``num_requested_bytes`` when the task
+                          left "executing" (file open included), minus
+                          ``instrument_bytes``; coffea's ``bytesread`` equals
+                          Σ (bytes_read_task + instrument_bytes)
+instrument_bytes          bytes the instrumentation itself requested from the
+                          file: 16-byte TKey headers of the accessed baskets
+                          (for their uncompressed sizes, one vectored request
+                          per chunk) and, once per tree and process, the
+                          tree's key
+accessed_branches,        distinct branches in coffea's ``access_log`` during
+num_branches_accessed     ``process()``, in first-access order
+accessed_bytes            Σ compressed size (TKey included, ``fBasketBytes``)
+                          of the accessed branches' baskets overlapping
+                          ``[entry_start, entry_stop)``
+accessed_uncompressed_    Σ ``fObjlen + fKeylen`` of the same baskets (as
+bytes                     uproot's ``basket_uncompressed_bytes``)
+branches_read_percent     100 * accessed branches / branches of the tree
+bytes_read_percent        100 * accessed_bytes / compressed bytes of all the
+                          tree's baskets overlapping the entry range
+file_metadata             ``{filename, compression_ratio, total_branches,
+                          total_tree_bytes}`` on the first chunk of a file per
+                          (worker process, span); None on the others
+timing, memory, bytes     ``{section: total}`` of :func:`~roastcoffea.track_time`
+                          (seconds), :func:`~roastcoffea.track_memory` (MiB of
+                          RSS), :func:`~roastcoffea.track_bytes` (bytes);
+                          repeated names add up, None when unmeasurable
+section_counts            ``{"timing"|"memory"|"bytes": {section: blocks}}``
+custom                    ``{name: value}`` from
+                          ``BaseInstrumentationContext.record_metric``
+error                     None, or ``"ExcType: message"`` when ``process()``
+                          raised (the exception is re-raised to the caller)
+unavailable               ``{key: reason}`` for the None values above
+timestamp                 ``time.time()`` when the record was assembled
+========================  =====================================================
+
+Prefix record (``kind="prefix"``, ``v=1``): ``prefix, task_key, worker,
+span`` of the first task of a (worker, prefix, span) whose arguments hold a
+coffea ``WorkItem``: the processor tasks, whatever coffea named them.
+
+When ``process()`` runs where no roastcoffea worker plugin is reachable (for
+example coffea's iterative or futures executor in the client process), the
+records go to a bounded store in that process instead; a collector takes its
+own with :func:`drain_local_records`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import msgpack
+import numpy
+
+#: Version of the record maps this module writes and reads.
+RECORD_VERSION = 1
+
+#: Record kinds this module knows.
+KINDS = ("chunk", "prefix")
+
+#: Bytes of encoded records the process-local store holds at most.
+LOCAL_RECORD_CAP_BYTES = 16 << 20
+
+
+def _plain(value: Any) -> Any:
+    """msgpack ``default``: NumPy scalars become Python values, anything else fails."""
+    if isinstance(value, numpy.generic):
+        converted = value.item()
+        if isinstance(converted, (bool, int, float, str, bytes)):
+            return converted
+    raise TypeError(f"record values must be plain data, not {type(value).__name__}")
+
+
+def encode_record(record: dict[str, Any]) -> bytes:
+    """Encode a record as msgpack bytes.
+
+    Parameters
+    ----------
+    record : dict
+        A map with str keys and plain values. NumPy scalars are converted to
+        Python numbers; tuples are written as arrays (they decode as lists).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    TypeError
+        If ``record`` is not a dict or holds a value msgpack cannot write.
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"a record is a dict, not {type(record).__name__}")
+    return msgpack.packb(record, use_bin_type=True, default=_plain)
+
+
+def decode_record(data: bytes) -> dict[str, Any]:
+    """Decode one record written by :func:`encode_record`.
+
+    Parameters
+    ----------
+    data : bytes
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not one msgpack map with ``kind`` in :data:`KINDS` and
+        ``v`` equal to :data:`RECORD_VERSION`.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValueError(f"record data must be bytes, not {type(data).__name__}")
+    try:
+        record = msgpack.unpackb(bytes(data), raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise ValueError(f"record is not valid msgpack: {exc}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"record is a {type(record).__name__}, not a map")
+    kind = record.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"record kind {kind!r} is not one of {KINDS}")
+    version = record.get("v")
+    if version != RECORD_VERSION:
+        raise ValueError(f"record version {version!r}; this reader knows {RECORD_VERSION}")
+    return record
+
+
+class RecordList(list):
+    """A list of decoded records that also says how many were skipped.
+
+    Attributes
+    ----------
+    skipped : int
+        Entries that were not decodable records (malformed, unknown kind or a
+        newer version).
+    reasons : dict[str, int]
+        Skipped entries by the first line of their error message.
+    """
+
+    def __init__(self, records: Iterable[dict[str, Any]] = ()) -> None:
+        super().__init__(records)
+        self.skipped = 0
+        self.reasons: dict[str, int] = {}
+
+    def skip(self, reason: str) -> None:
+        """Count one skipped entry."""
+        self.skipped += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+
+def decode_records(snapshot_records: Iterable[Any]) -> RecordList:
+    """Decode the ``"records"`` of a snapshot.
+
+    Parameters
+    ----------
+    snapshot_records : iterable
+        ``snapshot["records"]``: dicts with the record bytes under ``"data"``
+        (bare bytes are accepted too).
+
+    Returns
+    -------
+    RecordList
+        The decoded records in snapshot order; entries that do not decode are
+        left out and counted in ``.skipped`` (never raised).
+    """
+    out = RecordList()
+    for entry in snapshot_records:
+        data = entry.get("data") if isinstance(entry, dict) else entry
+        try:
+            out.append(decode_record(data))
+        except ValueError as exc:
+            out.skip(str(exc).split(":", 1)[0])
+    return out
+
+
+def records_for_spans(
+    records: Iterable[dict[str, Any]], span_ids: set[str]
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """Select the records of some Dask spans.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Decoded records (:func:`decode_records`, :func:`drain_local_records`).
+    span_ids : set of str
+        The spans to keep, typically a collector's span and its descendants.
+
+    Returns
+    -------
+    chunks : list of dict
+        Chunk records whose ``span`` is in ``span_ids``, in input order.
+    processor_prefixes : set of str
+        The ``prefix`` of every prefix record whose ``span`` is in
+        ``span_ids``: the task prefixes that ran coffea work items there.
+        (Chunk records' own ``prefix`` values are not included.)
+    """
+    chunks: list[dict[str, Any]] = []
+    prefixes: set[str] = set()
+    for record in records:
+        if record.get("span") not in span_ids:
+            continue
+        kind = record.get("kind")
+        if kind == "chunk":
+            chunks.append(record)
+        elif kind == "prefix" and isinstance(record.get("prefix"), str):
+            prefixes.add(record["prefix"])
+    return chunks, prefixes
+
+
+class _LocalStore:
+    """Encoded records made in this process without a worker plugin.
+
+    Bounded by :data:`LOCAL_RECORD_CAP_BYTES`; a record that does not fit is
+    refused and counted, like the worker's record queue.
+    """
+
+    def __init__(self, cap_bytes: int) -> None:
+        self.cap_bytes = cap_bytes
+        self._lock = threading.Lock()
+        self._items: deque[tuple[str | None, bytes]] = deque()
+        self._bytes = 0
+        self.queued = 0
+        self.refused = 0
+
+    def put(self, span: str | None, data: bytes) -> bool:
+        with self._lock:
+            if self._bytes + len(data) > self.cap_bytes:
+                self.refused += 1
+                return False
+            self._items.append((span, data))
+            self._bytes += len(data)
+            self.queued += 1
+            return True
+
+    def take(self, span_ids: set[str] | None) -> list[bytes]:
+        with self._lock:
+            taken: list[bytes] = []
+            kept: deque[tuple[str | None, bytes]] = deque()
+            for span, data in self._items:
+                if span_ids is None or span in span_ids:
+                    taken.append(data)
+                else:
+                    kept.append((span, data))
+            self._items = kept
+            self._bytes = sum(len(data) for _, data in kept)
+            return taken
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "records": len(self._items),
+                "bytes": self._bytes,
+                "cap_bytes": self.cap_bytes,
+                "queued": self.queued,
+                "refused": self.refused,
+            }
+
+
+_LOCAL = _LocalStore(LOCAL_RECORD_CAP_BYTES)
+
+
+def queue_local(record: dict[str, Any]) -> bool:
+    """Keep a record in this process's store (no worker plugin reachable).
+
+    Parameters
+    ----------
+    record : dict
+        A record; its ``span`` decides which collector drains it.
+
+    Returns
+    -------
+    bool
+        False when the store is full and the record was refused (counted in
+        :func:`local_record_stats`).
+
+    Raises
+    ------
+    TypeError
+        If the record holds a value :func:`encode_record` cannot write.
+    """
+    span = record.get("span")
+    return _LOCAL.put(span if isinstance(span, str) else None, encode_record(record))
+
+
+def drain_local_records(span_ids: set[str] | None = None) -> list[dict[str, Any]]:
+    """Take this process's stored records out of the store.
+
+    Parameters
+    ----------
+    span_ids : set of str, optional
+        Take only records made inside these Dask spans (a collector passes its
+        own span); records of other spans stay. None takes everything.
+
+    Returns
+    -------
+    list of dict
+        The records, oldest first.
+    """
+    return [decode_record(data) for data in _LOCAL.take(span_ids)]
+
+
+def local_record_stats() -> dict[str, int]:
+    """Counters of the process-local store.
+
+    Returns
+    -------
+    dict
+        ``records`` and ``bytes`` held now, ``cap_bytes``, and the totals
+        ``queued`` and ``refused`` since the process started.
+    """
+    return _LOCAL.stats()

@@ -1,0 +1,414 @@
+"""The instrumentation API without a cluster: sections, threads, records, local store.
+
+The transport through a real cluster is in test_records_transport.py. Here
+``process()`` runs in this process, where no worker plugin is reachable, so the
+records land in the process-local store and are drained by span.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import dask
+import msgpack
+import numpy as np
+import pytest
+import uproot
+from coffea import processor
+from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
+from coffea.processor.executor import WorkItem
+from dask._task_spec import DataNode, Task, Tuple
+
+from roastcoffea import (
+    BaseInstrumentationContext,
+    track_bytes,
+    track_memory,
+    track_metrics,
+    track_section,
+    track_time,
+)
+from roastcoffea.instrument import instrumentation_counters
+from roastcoffea.plugin.worker import holds_work_item
+from roastcoffea.records import (
+    decode_records,
+    drain_local_records,
+    encode_record,
+    local_record_stats,
+    queue_local,
+    records_for_spans,
+)
+
+# NanoAODSchema's complaints about the shared files are not ours.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevents.schemas")
+
+
+@contextmanager
+def in_span() -> Iterator[str]:
+    """A fresh span annotation, as ``distributed.span`` sets it (without a client)."""
+    span_id = str(uuid.uuid4())
+    with dask.annotate(span={"name": ("instrument-test",), "ids": (span_id,)}):
+        yield span_id
+
+
+class FakeEvents:
+    """Events with coffea's metadata but no file behind them."""
+
+    def __init__(self, n: int, dataset: str = "fake") -> None:
+        self.n = n
+        self.metadata = {
+            "dataset": dataset,
+            "filename": f"/nowhere/{dataset}.root",
+            "treename": "Events",
+            "entrystart": 0,
+            "entrystop": n,
+            "fileuuid": uuid.UUID(int=7).bytes,
+        }
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class Note(BaseInstrumentationContext):
+    """Records one value on exit."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name, self.value = name, value
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.record_metric(self.name, self.value)
+
+
+class Sections(processor.ProcessorABC):
+    """Repeats sections and custom metrics; raises when asked to."""
+
+    tag = "class attribute"
+
+    @track_metrics
+    def process(self, events: Any, fail: bool = False) -> dict[str, Any]:
+        for _ in range(3):
+            with track_time(self, "loop"):
+                pass
+        with track_section(self, "loop"), track_memory(self, "mem"):
+            pass
+        with track_bytes(self, events, "read"):
+            pass
+        with Note("count", 2):
+            pass
+        with Note("count", np.int64(3)):
+            pass
+        with Note("label", "first"), Note("label", "second"):
+            pass
+        if fail:
+            raise ValueError("bad chunk")
+        return {"n": len(events)}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+# --- outside a chunk ---------------------------------------------------------------
+
+
+def test_sections_outside_a_chunk_do_nothing() -> None:
+    proc = Sections()
+    before = dict(vars(proc))
+    with track_time(proc, "a"), track_section(proc, "b"), track_memory(proc, "c"):
+        pass
+    with track_bytes(proc, object(), "d"):
+        pass
+    context = Note("x", 1)
+    assert not context.active
+    assert context.record_metric("x", 1) is False
+    with context as entered:
+        assert entered is context
+    assert vars(proc) == before
+
+
+def test_wrong_arguments_raise_type_errors() -> None:
+    with pytest.raises(TypeError, match="section names are str"), track_time(None, 3):
+        pass
+    with pytest.raises(TypeError, match="metric names are str"):
+        BaseInstrumentationContext().record_metric(1, 2)
+    with pytest.raises(TypeError, match="must be a number, bool, str or None"):
+        BaseInstrumentationContext().record_metric("x", [1])
+
+
+# --- one chunk in this process ---------------------------------------------------
+
+
+def test_a_chunk_record_goes_to_the_local_store() -> None:
+    proc = Sections()
+    before = dict(vars(proc))
+    events = FakeEvents(12)
+    with in_span() as span_id:
+        result = proc.process(events)
+    assert result == {"n": 12}
+    assert vars(proc) == before and Sections.tag == "class attribute"
+    [record] = drain_local_records({span_id})
+    assert record["kind"] == "chunk" and record["span"] == span_id
+    assert record["dataset"] == "fake" and record["num_events"] == 12
+    assert (record["entry_start"], record["entry_stop"]) == (0, 12)
+    assert record["uuid"] == str(uuid.UUID(int=7))
+    assert record["error"] is None
+    assert record["duration"] > 0 and record["t_end"] >= record["t_start"]
+    assert record["worker"] is None and record["task_key"] is None
+    # Without a file source nothing byte-related is invented.
+    for key in ("bytes_read", "accessed_branches", "task_duration", "bytes_read_task"):
+        assert record[key] is None
+        assert record["unavailable"][key]
+    # Sections accumulate, and count their blocks.
+    assert record["section_counts"] == {
+        "timing": {"loop": 4},
+        "memory": {"mem": 1},
+        "bytes": {"read": 1},
+    }
+    assert record["timing"]["loop"] > 0
+    assert record["bytes"] == {"read": None}
+    # Numbers add up, other values replace.
+    assert record["custom"] == {"count": 5, "label": "first"}
+
+
+def test_a_failed_chunk_records_the_error_and_reraises() -> None:
+    before = instrumentation_counters()["chunk_errors"]
+    with in_span() as span_id, pytest.raises(ValueError, match="bad chunk"):
+        Sections().process(FakeEvents(3), fail=True)
+    [record] = drain_local_records({span_id})
+    assert record["error"] == "ValueError: bad chunk"
+    assert record["section_counts"]["timing"] == {"loop": 4}
+    assert instrumentation_counters()["chunk_errors"] == before + 1
+
+
+def test_concurrent_chunks_in_threads_stay_apart() -> None:
+    barrier = threading.Barrier(2)
+    spans: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    class Waits(processor.ProcessorABC):
+        @track_metrics
+        def process(self, events: Any) -> int:
+            name = events.metadata["dataset"]
+            with track_time(self, name):
+                barrier.wait(timeout=10)  # both chunks are active here at once
+                with Note(name, 1):
+                    pass
+                barrier.wait(timeout=10)
+            return len(events)
+
+        def postprocess(self, accumulator: Any) -> Any:
+            return accumulator
+
+    shared = Waits()  # one instance for both threads, as with processor_compression=None
+
+    def work(name: str) -> None:
+        try:
+            with in_span() as span_id:
+                spans[name] = span_id
+                shared.process(FakeEvents(5, dataset=name))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for name in ("a", "b"):
+        [record] = drain_local_records({spans[name]})
+        assert record["dataset"] == name
+        assert set(record["timing"]) == {name}
+        assert record["custom"] == {name: 1}
+
+
+# --- real coffea, iterative executor ------------------------------------------------
+
+
+class MuonJets(processor.ProcessorABC):
+    @track_metrics
+    def process(self, events: Any) -> dict[str, Any]:
+        with track_bytes(self, events, "muons"):
+            n = int(ak.sum(ak.num(events.Muon)))
+        with track_bytes(self, events, "muons"):
+            pt = float(ak.sum(events.Muon.pt))
+        return {"muons": n, "pt": pt}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+def test_iterative_executor_records_are_drained_by_span(shared_data: Path) -> None:
+    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): "Events"}}}
+    run = processor.Runner(
+        executor=processor.IterativeExecutor(),
+        schema=NanoAODSchema,
+        chunksize=20,
+        savemetrics=True,
+    )
+    items = list(run.preprocess(fileset, treename="Events"))
+    with in_span() as span_id:
+        output, report = run(items, MuonJets(), treename="Events")
+    records = drain_local_records({span_id})
+    assert "__roastcoffea_metrics__" not in output
+    assert len(records) == len(items) == report["chunks"]
+    assert sum(r["num_events"] for r in records) == report["entries"]
+    assert sorted((r["dataset"], r["entry_start"], r["entry_stop"]) for r in records) == sorted(
+        (i.dataset, i.entrystart, i.entrystop) for i in items
+    )
+    for record in records:
+        assert record["task_duration"] is None and "task_duration" in record["unavailable"]
+        assert record["accessed_branches"] == ["nMuon", "Muon_pt"]
+        with uproot.open(record["file"]) as file:
+            tree = file["Events"]
+            compressed = sum(
+                tree[name].basket_compressed_bytes(number)
+                for name in ("nMuon", "Muon_pt")
+                for number in range(tree[name].num_baskets)
+            )
+        # Two blocks under one name: the bytes of both add up to what the chunk read.
+        assert record["bytes"]["muons"] == record["bytes_read"] == compressed
+        assert record["section_counts"]["bytes"] == {"muons": 2}
+        assert record["instrument_bytes"] > 0
+        assert math.isclose(
+            record["branches_read_percent"], 100 * 2 / record_total_branches(record, shared_data)
+        )
+    with_metadata = [r for r in records if r["file_metadata"] is not None]
+    assert sorted(r["file"] for r in with_metadata) == sorted({i.filename for i in items})
+    assert local_record_stats()["refused"] == 0
+
+
+def record_total_branches(record: dict[str, Any], shared_data: Path) -> int:
+    with uproot.open(record["file"]) as file:
+        return len(file["Events"].keys())
+
+
+# --- records ---------------------------------------------------------------------
+
+
+def test_encode_decode_round_trip_with_plain_values() -> None:
+    record = {
+        "kind": "chunk",
+        "v": 1,
+        "n": np.int64(5),
+        "x": np.float32(0.5),
+        "t": (1, 2),
+        "none": None,
+        "nested": {"a": [1.5, "s"]},
+    }
+    [decoded] = decode_records([{"data": encode_record(record), "worker": "w"}])
+    assert decoded == {
+        "kind": "chunk",
+        "v": 1,
+        "n": 5,
+        "x": 0.5,
+        "t": [1, 2],
+        "none": None,
+        "nested": {"a": [1.5, "s"]},
+    }
+    assert type(decoded["n"]) is int
+    with pytest.raises(TypeError, match="plain data"):
+        encode_record({"kind": "chunk", "v": 1, "bad": object()})
+    with pytest.raises(TypeError, match="a record is a dict"):
+        encode_record([1])  # type: ignore[arg-type]
+
+
+def test_decode_records_skips_and_counts_what_it_cannot_read() -> None:
+    good = encode_record({"kind": "prefix", "v": 1, "prefix": "p", "span": "s"})
+    entries = [
+        {"data": good},
+        {"data": b"\xc1"},  # never valid msgpack
+        {"data": msgpack.packb([1, 2])},
+        {"data": msgpack.packb({"kind": "other", "v": 1})},
+        {"data": msgpack.packb({"kind": "chunk", "v": 2})},
+        {"no data": 1},
+        good,
+    ]
+    decoded = decode_records(entries)
+    assert len(decoded) == 2 and decoded.skipped == 5
+    assert sum(decoded.reasons.values()) == 5
+
+
+def test_records_for_spans_selects_chunks_and_prefixes() -> None:
+    records = [
+        {"kind": "chunk", "v": 1, "span": "a", "n": 1},
+        {"kind": "chunk", "v": 1, "span": "b", "n": 2},
+        {"kind": "prefix", "v": 1, "span": "a", "prefix": "P"},
+        {"kind": "prefix", "v": 1, "span": "b", "prefix": "Q"},
+        {"kind": "chunk", "v": 1, "span": None, "n": 3},
+    ]
+    chunks, prefixes = records_for_spans(records, {"a"})
+    assert [c["n"] for c in chunks] == [1] and prefixes == {"P"}
+    chunks, prefixes = records_for_spans(records, {"a", "b"})
+    assert [c["n"] for c in chunks] == [1, 2] and prefixes == {"P", "Q"}
+
+
+def test_drain_takes_only_the_requested_spans() -> None:
+    mine, other = str(uuid.uuid4()), str(uuid.uuid4())
+    assert queue_local({"kind": "chunk", "v": 1, "span": mine, "n": 1})
+    assert queue_local({"kind": "chunk", "v": 1, "span": other, "n": 2})
+    assert [r["n"] for r in drain_local_records({mine})] == [1]
+    assert drain_local_records({mine}) == []
+    assert [r["n"] for r in drain_local_records({other})] == [2]
+
+
+# --- work item detection in task specs ---------------------------------------------
+
+
+def test_work_items_are_found_in_task_specs() -> None:
+    item = WorkItem("d", "f.root", "Events", 0, 10, b"\x00" * 16)
+
+    def f(*args: Any) -> None:
+        return None
+
+    assert holds_work_item(Task("k", f, DataNode(None, item)))
+    assert holds_work_item(Task("k", f, Tuple(item, DataNode(None, b"heavy"))))
+    assert holds_work_item(Task("k", f, 1, item=item))
+    assert not holds_work_item(Task("k", f, "Events", 3, DataNode(None, [1, 2])))
+    assert not holds_work_item(Task("k", f, *range(20), item))  # beyond the scan width
+
+
+def test_events_opened_from_a_path_are_measured_too(shared_data: Path) -> None:
+    """Without coffea's Runner the factory holds a ReadOnlyFile, not a directory."""
+    path = str(shared_data / "nano_dimuon.root")
+
+    def events() -> Any:
+        factory = NanoEventsFactory.from_root(
+            {path: "Events"},
+            schemaclass=NanoAODSchema,
+            metadata={"dataset": "direct", "filename": path, "treename": "Events",
+                      "entrystart": 10, "entrystop": 30},
+            access_log=[],
+            mode="virtual",
+            entry_start=10,
+            entry_stop=30,
+        )  # fmt: skip
+        return factory.events()
+
+    with in_span() as span_id:
+        MuonJets().process(events())
+        MuonJets().process(events())
+    first, record = drain_local_records({span_id})
+    assert first["file_metadata"] is not None and record["file_metadata"] is None
+    with uproot.open(path) as file:
+        tree = file["Events"]
+        compressed = uncompressed = 0
+        for name in ("nMuon", "Muon_pt"):
+            for number in range(tree[name].num_baskets):
+                low, high = tree[name].basket_entry_start_stop(number)
+                if low < 30 and high > 10:
+                    compressed += tree[name].basket_compressed_bytes(number)
+                    uncompressed += tree[name].basket_uncompressed_bytes(number)
+        assert first["file_metadata"]["total_tree_bytes"] == tree.compressed_bytes
+    assert record["uuid"] is None and record["unavailable"]["uuid"]
+    assert record["num_events"] == 20
+    assert record["accessed_bytes"] == record["bytes_read"] == compressed
+    assert record["accessed_uncompressed_bytes"] == uncompressed
+    # One 16-byte TKey header per basket read; the first chunk also looked up the tree.
+    assert record["instrument_bytes"] == 16 * len(record["accessed_branches"])
+    assert first["instrument_bytes"] >= record["instrument_bytes"]
