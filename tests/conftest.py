@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,23 @@ def local_cluster(**kwargs: Any) -> LocalCluster:
     }
     options.update(kwargs)
     return LocalCluster(**options)
+
+
+#: ROOT files every data test needs, in the project workspace's shared/data/.
+SHARED_FILES = ("nano_dy.root", "nano_dimuon.root", "nanoAOD_2015_CMS_Open_Data_ttbar.root")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The directory of the shared test ROOT files (never copied into the repo).
+
+    Fails, never skips, when a file is missing: the data tests are part of the suite.
+    """
+    path = Path(__file__).resolve().parents[2] / "shared" / "data"
+    missing = [name for name in SHARED_FILES if not (path / name).is_file()]
+    if missing:
+        pytest.fail(f"shared test data missing in {path}: {', '.join(missing)}")
+    return path
 
 
 @pytest.fixture(scope="session")
