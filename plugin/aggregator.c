@@ -2,9 +2,10 @@
  *
  * transition() runs on the scheduler's event loop about six times per task
  * and must stay far below a microsecond, so it allocates no Python objects:
- * states and keyword names are compared by pointer against interned strings,
- * the prefix comes from the native keysplit cache keyed by the str's cached
- * hash, and one fixed-size record goes into the ring. The ring is applied to
+ * states are compared by pointer against interned strings, keywords are read
+ * from the dict Dask's call already built, the prefix comes from the native
+ * keysplit cache keyed by the str's cached hash, and one fixed-size record
+ * goes into the ring. The ring is applied to
  * the tables by drain(), and by the hook itself when it is more than 3/4
  * full, so records are only dropped when a caller disabled that.
  *
@@ -127,39 +128,11 @@ static const char *read_prefix(Aggregator *self, PyObject *key, roast_id *prefix
     return st == ROAST_EFULL ? "transition:strings-full" : "transition:bad-key";
 }
 
-typedef struct hook_kwargs {
-    PyObject *worker, *startstops, *nbytes; /* borrowed; NULL when absent */
-} hook_kwargs;
-
-/* Finds the first `wanted` of worker, startstops, nbytes among the keyword
- * arguments: by pointer first (Dask's names are interned), by text only for
- * what is still missing. */
-static void read_kwargs(PyObject *const *values, PyObject *kwnames, int wanted, hook_kwargs *kw)
+/* A keyword argument of the hook, borrowed, or NULL when absent. Dask's
+ * keyword names are interned, so the dict lookup compares pointers. */
+static PyObject *kwarg(PyObject *kwargs, PyObject *name)
 {
-    PyObject *const names[3] = {roastpy_n.worker, roastpy_n.startstops, roastpy_n.nbytes};
-    PyObject **slots[3] = {&kw->worker, &kw->startstops, &kw->nbytes};
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    int found = 0;
-    for (Py_ssize_t i = 0; i < nkw && found < wanted; i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        for (int t = 0; t < wanted; t++) {
-            if (name == names[t]) {
-                *slots[t] = values[i];
-                found++;
-                break;
-            }
-        }
-    }
-    for (Py_ssize_t i = 0; i < nkw && found < wanted; i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        for (int t = 0; t < wanted; t++) {
-            if (!*slots[t] && same_text(name, names[t])) {
-                *slots[t] = values[i];
-                found++;
-                break;
-            }
-        }
-    }
+    return kwargs ? PyDict_GetItemWithError(kwargs, name) : NULL;
 }
 
 static int read_number(PyObject *o, double *out)
@@ -263,16 +236,14 @@ static const char *cleared(const char *why)
 
 /* Worker and, on processing->memory, startstops and nbytes. Every field is
  * read even when an earlier one fails; the first failure is reported. */
-static const char *read_outcome(Aggregator *self, PyObject *const *kwvalues, PyObject *kwnames,
-                                bool done, roast_event *ev)
+static const char *read_outcome(Aggregator *self, PyObject *kwargs, bool done, roast_event *ev)
 {
-    hook_kwargs kw = {NULL, NULL, NULL};
-    read_kwargs(kwvalues, kwnames, done ? 3 : 1, &kw);
-    const char *why = cleared(read_worker(self, kw.worker, &ev->worker));
+    const char *why = cleared(read_worker(self, kwarg(kwargs, roastpy_n.worker), &ev->worker));
     if (!done)
         return why;
-    const char *why2 = kw.startstops ? cleared(read_startstops(kw.startstops, ev)) : NULL;
-    const char *why3 = cleared(read_nbytes(kw.nbytes, &ev->nbytes));
+    PyObject *startstops = kwarg(kwargs, roastpy_n.startstops);
+    const char *why2 = startstops ? cleared(read_startstops(startstops, ev)) : NULL;
+    const char *why3 = cleared(read_nbytes(kwarg(kwargs, roastpy_n.nbytes), &ev->nbytes));
     return why ? why : why2 ? why2 : why3;
 }
 
@@ -331,7 +302,7 @@ static void hook_drain(Aggregator *self)
  * transition (with those fields zero), so one odd field does not hide the
  * task; a failure to identify the transition records nothing. */
 static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames)
+                               PyObject *kwargs)
 {
     if (nargs < 3)
         return "transition:missing-args";
@@ -348,7 +319,7 @@ static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize
         return why;
     bool done = from == ROAST_STATE_PROCESSING && to == ROAST_STATE_MEMORY;
     if (done || to == ROAST_STATE_ERRED) {
-        why = read_outcome(self, args + nargs, kwnames, done, &ev);
+        why = read_outcome(self, kwargs, done, &ev);
         const char *span_why = cleared(read_span(self, args[0], &ev.span));
         if (!why)
             why = span_why;
@@ -367,8 +338,11 @@ static void hook_failed(Aggregator *self, const char *why)
     roast_agg_count_error(self->agg, why, strlen(why), 1);
 }
 
-static PyObject *agg_transition(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+/* METH_VARARGS on purpose: Dask calls plugin.transition(key, start, finish,
+ * stimulus_id=..., **kwargs), which hands over a ready tuple and dict. A
+ * vectorcall method would make CPython unpack that dict into a new kwnames
+ * tuple and argument array on every call; this way nothing is copied. */
+static PyObject *agg_transition(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     Aggregator *self = (Aggregator *)op;
     struct timespec t0, t1;
@@ -376,7 +350,7 @@ static PyObject *agg_transition(PyObject *op, PyObject *const *args, Py_ssize_t 
     bool timed = (self->hook_calls++ & HOOK_TIMING_MASK) == 0;
     if (timed)
         clock_gettime(CLOCK_MONOTONIC, &t0);
-    const char *why = hook_record(self, args, nargs, kwnames);
+    const char *why = hook_record(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs);
     if (why)
         hook_failed(self, why);
     if (timed) {
@@ -819,7 +793,7 @@ static PyObject *agg_get_hook_errors(PyObject *op, void *closure)
 }
 
 static PyMethodDef agg_methods[] = {
-    {"transition", (PyCFunction)(void (*)(void))agg_transition, METH_FASTCALL | METH_KEYWORDS,
+    {"transition", (PyCFunction)(void (*)(void))agg_transition, METH_VARARGS | METH_KEYWORDS,
      "transition(key, start, finish, *args, **kwargs) -> None\n\n"
      "Dask's SchedulerPlugin.transition; records one event. Never raises."},
     {"set_span_lookup", agg_set_span_lookup, METH_O,
