@@ -14,8 +14,18 @@ Examples
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
+from roastcoffea.instrument import (
+    BaseInstrumentationContext,
+    track_bytes,
+    track_memory,
+    track_metrics,
+    track_section,
+    track_time,
+)
 from roastcoffea.plugin import RoastPlugin
 
 try:
@@ -23,4 +33,38 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-__all__ = ["RoastPlugin", "__version__"]
+#: Names imported on first use: the collector side pulls in rich and the
+#: metrics code, which processors running on workers never need.
+_LAZY = {
+    "MetricsCollector": "roastcoffea.collector",
+    "load_measurement": "roastcoffea.measurement",
+    "save_measurement": "roastcoffea.measurement",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'roastcoffea' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "BaseInstrumentationContext",
+    "MetricsCollector",
+    "RoastPlugin",
+    "__version__",
+    "load_measurement",
+    "save_measurement",
+    "track_bytes",
+    "track_memory",
+    "track_metrics",
+    "track_section",
+    "track_time",
+]

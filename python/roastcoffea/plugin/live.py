@@ -11,7 +11,14 @@ Each message is a plain dict (msgpack-able, string keys)::
      "tasks": int,             # tasks that reached memory since the previous delta
      "erred": int,             # tasks that erred since the previous delta
      "events_per_s": float,    # transition records applied per second
+     "chunks": int,            # coffea chunk records that arrived since the previous delta
+     "chunk_events": int,      # Σ num_events of those chunks
+     "chunk_bytes": int,       # Σ bytes read by those chunks (file open included when known)
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
+
+The chunk figures come from the records in the workers' heartbeat payloads
+(decoded here only while someone listens); a record is counted once, on the
+first tick that sees it.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -20,8 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
+
+from roastcoffea import _native
 from roastcoffea.plugin._compat import topic_subscribers
-from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
+from roastcoffea.plugin._workers import PLUGIN_NAME, worker_payload, worker_values
 
 #: Event topic of the live stream.
 TOPIC = PLUGIN_NAME
@@ -37,6 +47,22 @@ def _finished_counts(scheduler: Any) -> tuple[int, int]:
     return memory, erred
 
 
+def _chunk_figures(data: bytes) -> tuple[int, int] | None:
+    """(events, bytes) of a chunk record; None for another kind or bad bytes."""
+    try:
+        record = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception:
+        return None
+    if not isinstance(record, dict) or record.get("kind") != "chunk":
+        return None
+    nbytes = record.get("bytes_read_task")
+    if nbytes is None:
+        nbytes = record.get("bytes_read")
+    events = record.get("num_events")
+    as_int = [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in (events, nbytes)]
+    return as_int[0], as_int[1]
+
+
 class LiveStream:
     """Publishes deltas with ``scheduler.log_event`` while someone listens.
 
@@ -50,6 +76,10 @@ class LiveStream:
         self._scheduler = scheduler
         self._aggregator = aggregator
         self._last: tuple[float, int, int, int] | None = None
+        # Last payload looked at per worker (identity), and the highest record
+        # number counted per worker incarnation: payloads repeat records.
+        self._payloads: dict[str, bytes] = {}
+        self._record_seq: dict[str, int] = {}
 
     def tick(self, now: float) -> bool:
         """Publish one delta if a client is subscribed.
@@ -65,7 +95,10 @@ class LiveStream:
         # None means this Dask does not say: publish anyway (events are bounded).
         if topic_subscribers(self._scheduler, TOPIC) == 0:
             self._last = None
+            self._payloads.clear()
+            self._record_seq.clear()
             return False
+        chunks, chunk_events, chunk_bytes = self._new_chunks()
         memory, erred = _finished_counts(self._scheduler)
         events = int(self._aggregator.counters["events"])
         last, self._last = self._last, (now, memory, erred, events)
@@ -80,10 +113,40 @@ class LiveStream:
                 "tasks": memory - last[1],
                 "erred": erred - last[2],
                 "events_per_s": (events - last[3]) / dt,
+                "chunks": chunks,
+                "chunk_events": chunk_events,
+                "chunk_bytes": chunk_bytes,
                 "workers": self._workers(),
             },
         )
         return True
+
+    def _new_chunks(self) -> tuple[int, int, int]:
+        """Chunks, events and bytes of the records no earlier tick counted."""
+        chunks = events = nbytes = 0
+        for address, ws in list(self._scheduler.workers.items()):
+            payload = worker_payload(ws)
+            if payload is None or payload is self._payloads.get(address):
+                continue
+            self._payloads[address] = payload
+            try:
+                decoded = _native.decode_payload(payload)
+            except ValueError:
+                continue  # the sampler counts malformed payloads
+            incarnation = decoded["incarnation"]
+            counted = self._record_seq.get(incarnation, 0)
+            for record in decoded["records"]:
+                if record["seq"] <= counted:
+                    continue
+                self._record_seq[incarnation] = max(
+                    self._record_seq.get(incarnation, 0), record["seq"]
+                )
+                figures = _chunk_figures(record["data"])
+                if figures is not None:
+                    chunks += 1
+                    events += figures[0]
+                    nbytes += figures[1]
+        return chunks, events, nbytes
 
     def _workers(self) -> dict[str, dict[str, float | None]]:
         out = {}

@@ -1,0 +1,700 @@
+"""MetricsCollector: the user's context manager around a coffea run on Dask.
+
+::
+
+    with MetricsCollector(client) as mc:
+        output, report = runner(fileset, processor_instance=proc, treename="Events")
+        mc.set_coffea_report(report)
+    mc.print_summary()
+    mc.save_measurement("measurements/", "run1")
+
+On entry it registers :class:`~roastcoffea.plugin.RoastPlugin` if the cluster
+has none, opens a Dask span ``"coffea-processing"`` and starts the live view.
+On exit it closes the span, flushes every worker (no sleep: the flush returns
+when the scheduler holds every digest and record), takes the snapshot of its
+span subtree and time window, and selects its chunk records. The metrics are
+computed from these, lazily, whenever an input changed (a report set, records
+extracted from an output), so the order of the calls does not matter.
+
+Which work is "its own": every task submitted from the thread that entered the
+collector while the block runs carries the span (``dask.annotate`` keeps
+annotations in a ``contextvars.ContextVar``, so another thread's submissions
+are not tagged). Dask attaches spans per *task group* (the task key's name
+before its token, e.g. the processor class or coffea's ``reduce``), and a task
+whose group already belongs to a live span joins that span. Collectors in
+sequence are therefore always exact; collectors running at the same time from
+two threads are exact when their runs do not share a task group while both
+are alive (e.g. different processor classes and no concurrent tree reduction),
+and otherwise the shared groups count for the collector that submitted them
+first. The worker time series are cluster-wide and cover each collector's time
+window.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import distributed
+from distributed.metrics import time as dask_time
+
+from roastcoffea import _native
+from roastcoffea.measurement import save_measurement as _save_measurement
+from roastcoffea.metrics import MetricsInputs, compute_metrics
+from roastcoffea.plugin import RoastPlugin, flush
+from roastcoffea.plugin._workers import PLUGIN_NAME
+from roastcoffea.plugin.scheduler import FLUSH_HANDLER, SNAPSHOT_HANDLER
+from roastcoffea.records import decode_records, drain_local_records, records_for_spans
+from roastcoffea.report.live import LiveView, is_terminal
+
+logger = logging.getLogger(__name__)
+
+#: Name of the Dask span a collector opens.
+SPAN_NAME = "coffea-processing"
+#: Key under which roastcoffea 0.1.2's decorator put chunk records in the output.
+OUTPUT_KEY = "__roastcoffea_metrics__"
+#: Digest contexts that belong to tasks of a span (Dask's CONTEXTS_WITH_SPAN_ID).
+SPAN_CONTEXTS = ("execute", "p2p")
+#: Seconds the flush waits for each worker.
+FLUSH_TIMEOUT = 10.0
+#: Padding of the collector's window: the series store times in milliseconds, so
+#: a sample taken at the window's edge may be stored up to a millisecond outside.
+WINDOW_PAD = 1e-3
+
+
+def _scheduler_tick(dask_scheduler: Any) -> dict[str, Any] | None:
+    """Run on the scheduler: one sampler pass now; the plugin's settings and clock.
+
+    Returns None when no running RoastPlugin is registered.
+    """
+    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is None or getattr(plugin, "sampler", None) is None:
+        return None
+    plugin.tick()
+    return {"interval": plugin.interval, "live": plugin.live, "time": dask_time()}
+
+
+async def _scheduler_finish(
+    dask_scheduler: Any, span_id: str, t_from: float, t_to: float, timeout: float
+) -> dict[str, Any] | None:
+    """Run on the scheduler at a collector's exit: sample, flush, snapshot, in one round trip.
+
+    The sample brackets the block's window; the flush and the snapshot are the
+    plugin's own RPC handlers. Returns None when no running RoastPlugin is
+    registered.
+    """
+    tick = _scheduler_tick(dask_scheduler)
+    if tick is None:
+        return None
+    start = dask_time()
+    flushed = await dask_scheduler.handlers[FLUSH_HANDLER](timeout=timeout)
+    flush_seconds = dask_time() - start
+    t_to = max(t_to, tick["time"]) + WINDOW_PAD
+    data = dask_scheduler.handlers[SNAPSHOT_HANDLER](span_id=span_id, t_from=t_from, t_to=t_to)
+    return {
+        "time": tick["time"],
+        "t_to": t_to,
+        "flush": flushed,
+        "flush_seconds": flush_seconds,
+        "snapshot": data,
+    }
+
+
+def _check_client(client: Any) -> Any:
+    if client is None:
+        raise ValueError("MetricsCollector needs a distributed.Client, got client=None")
+    if not isinstance(client, distributed.Client):
+        raise TypeError(
+            f"MetricsCollector needs a distributed.Client, got client of type "
+            f"{type(client).__name__}"
+        )
+    if getattr(client, "asynchronous", False):
+        raise ValueError("MetricsCollector needs a synchronous distributed.Client")
+    return client
+
+
+def _check_interval(value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0.01
+    ):
+        raise ValueError(
+            f"worker_tracking_interval must be a finite number of seconds >= 0.01, got {value!r}"
+        )
+    return float(value)
+
+
+def _check_prefixes(value: Any) -> set[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {value}
+    prefixes = set(value)
+    if not all(isinstance(p, str) for p in prefixes):
+        raise TypeError("processor_prefixes must be strings (Dask task prefixes)")
+    return prefixes
+
+
+def _span_metrics(snapshot: dict[str, Any], span_ids: set[str]) -> dict[tuple, float]:
+    """Digests of the spans summed over workers: Dask's ``Span.cumulative_worker_metrics``."""
+    out: dict[tuple, float] = {}
+    for (_, context, span, prefix, activity, unit), value in snapshot["digests"].items():
+        if context in SPAN_CONTEXTS and span in span_ids:
+            key = (context, prefix, activity, unit)
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def _record_identity(record: dict[str, Any]) -> tuple:
+    return (
+        record.get("dataset"),
+        record.get("file"),
+        record.get("entry_start"),
+        record.get("entry_stop"),
+        record.get("t_start"),
+    )
+
+
+class MetricsCollector(AbstractContextManager):
+    """Collects the metrics of the work submitted inside its ``with`` block.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A synchronous client of the cluster that runs the work.
+    backend : str, default "dask"
+        Only ``"dask"`` is supported.
+    track_workers : bool, default True
+        Include worker metrics and ``tracking_data`` (the time series).
+    worker_tracking_interval : float, default 1.0
+        Sampler interval in seconds, used when this collector registers the
+        plugin (an already registered plugin keeps its own; the collector
+        notes it in ``metrics["monitoring"]["notes"]``).
+    processor_instance : coffea ProcessorABC, optional
+        Not needed: processor tasks are found from what ran on the workers.
+        Its class name is used only when no processor task was detected and
+        it is one of the span's task prefixes.
+    live : bool, default True
+        Show the live view while the block runs in a terminal.
+    processor_prefixes : str or iterable of str, optional
+        Task prefixes to count as the processor, overriding detection.
+
+    Raises
+    ------
+    ValueError
+        For ``client=None``, an asynchronous client, an unknown backend, or an
+        interval that is not a finite number of seconds >= 0.01.
+    TypeError
+        For a client that is not a ``distributed.Client``, or other arguments
+        of the wrong type.
+    """
+
+    def __init__(
+        self,
+        client: distributed.Client,
+        backend: str = "dask",
+        track_workers: bool = True,
+        worker_tracking_interval: float = 1.0,
+        processor_instance: Any = None,
+        *,
+        live: bool = True,
+        processor_prefixes: str | set[str] | list[str] | None = None,
+    ) -> None:
+        if backend != "dask":
+            raise ValueError(f"Unsupported backend: {backend}")
+        self.client = _check_client(client)
+        self.backend = backend
+        if not isinstance(track_workers, bool):
+            raise TypeError(f"track_workers must be a bool, not {type(track_workers).__name__}")
+        if not isinstance(live, bool):
+            raise TypeError(f"live must be a bool, not {type(live).__name__}")
+        self.track_workers = track_workers
+        self.worker_tracking_interval = _check_interval(worker_tracking_interval)
+        self.processor_instance = processor_instance
+        self.processor_name = (
+            type(processor_instance).__name__ if processor_instance is not None else None
+        )
+        self.processor_prefixes = _check_prefixes(processor_prefixes)
+        self.live = live
+        self._reset()
+
+    def _reset(self) -> None:
+        self.t_start: float | None = None
+        self.t_end: float | None = None
+        self.wall_time: float | None = None
+        self.span_id: str | None = None
+        self.span_info: dict[str, Any] | None = None
+        self.span_ids: set[str] = set()
+        self.span_metrics: dict[tuple, float] | None = None
+        self.chunk_metrics: list[dict[str, Any]] = []
+        self.detected_prefixes: set[str] = set()
+        self.coffea_report: dict[str, Any] | None = None
+        self.custom_metrics: dict[str, Any] | None = None
+        self.snapshot: dict[str, Any] | None = None
+        self.snapshot_bytes: bytes | None = None
+        self.lost_workers: list[dict[str, Any]] = []
+        self.collector_errors: list[str] = []
+        self._logged = 0
+        self.notes: list[str] = []
+        self.plugin_interval: float | None = None
+        self.live_view: LiveView | None = None
+        self._perf_start: float | None = None
+        self._span_cm: AbstractContextManager | None = None
+        self._window: tuple[float, float] = (0.0, 0.0)
+        self._flush_seconds: float | None = None
+        self._exit_seconds: float | None = None
+        self._records_skipped = 0
+        self._metrics: dict[str, Any] | None = None
+        self._metrics_error: str | None = None
+        self._tracking: dict[str, Any] | None = None
+        self._dirty = True
+        self._active = False
+
+    # ---- the context manager ----------------------------------------------------
+
+    def __enter__(self) -> MetricsCollector:
+        """Register the plugin if absent, open the span, start the live view."""
+        if self._active:
+            raise RuntimeError("this MetricsCollector is already running")
+        self._reset()
+        self._active = True
+        # Monitoring never stops the analysis: without a plugin the block still
+        # runs, and the exit reports what is missing.
+        sched_time = self._guard("register plugin", self._ensure_plugin)
+        self._log_errors()
+        self.t_start = time.time()
+        self._perf_start = time.perf_counter()
+        self._window = (min(self.t_start, sched_time or self.t_start) - WINDOW_PAD, 0.0)
+        self._span_cm = distributed.span(SPAN_NAME)
+        self.span_id = self._span_cm.__enter__()
+        self.span_info = {"name": SPAN_NAME, "id": self.span_id, "context": self._span_cm}
+        if self.live and is_terminal():
+            self.live_view = LiveView(self.client, title=f"roastcoffea: {SPAN_NAME}")
+            if not self.live_view.start():
+                self.notes.append(f"live view off: {self.live_view.off_reason}")
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close the span, flush, snapshot; never raises, never suppresses."""
+        perf_end = time.perf_counter()
+        t_end = time.time()
+        self._active = False
+        self.t_end = t_end
+        self.wall_time = perf_end - (self._perf_start or perf_end)
+        self._guard("close span", self._close_span)
+        if self.live_view is not None:
+            self._guard("stop live view", self.live_view.stop)
+        self._window = (self._window[0], t_end + WINDOW_PAD)
+        self._guard("snapshot", self._take_snapshot)
+        if self.snapshot is not None:
+            self._guard("decode records", self._select_records)
+            self._guard("span metrics", self._compute_span_metrics)
+            self._guard("lost workers", self._find_lost_workers)
+        self._dirty = True
+        if self.coffea_report is not None:
+            self._guard("compute metrics", self._refresh)
+        self._exit_seconds = time.perf_counter() - perf_end
+        if self._metrics is not None:
+            self._metrics.setdefault("monitoring", {})["exit_seconds"] = self._exit_seconds
+        self._log_errors()
+
+    def _log_errors(self) -> None:
+        for message in self.collector_errors[self._logged :]:
+            logger.warning("roastcoffea: %s", message)
+        self._logged = len(self.collector_errors)
+
+    def _guard(self, step: str, func: Callable[[], Any]) -> Any:
+        try:
+            return func()
+        except Exception as exc:
+            self.collector_errors.append(f"{step}: {type(exc).__name__}: {exc}")
+            logger.debug("roastcoffea: %s failed", step, exc_info=True)
+            return None
+
+    # ---- entry steps --------------------------------------------------------------
+
+    def _ensure_plugin(self) -> float | None:
+        """Register RoastPlugin when absent; sample once. Returns the scheduler's clock."""
+        try:
+            info = self.client.run_on_scheduler(_scheduler_tick)
+        except Exception as exc:
+            # e.g. distributed.scheduler.pickle disabled: registration still works.
+            self.notes.append(f"could not inspect the scheduler ({type(exc).__name__}: {exc})")
+            self.client.register_plugin(RoastPlugin(self.worker_tracking_interval))
+            return None
+        if info is None:
+            self.client.register_plugin(RoastPlugin(self.worker_tracking_interval))
+            info = self.client.run_on_scheduler(_scheduler_tick)
+        if info is None:
+            raise RuntimeError("RoastPlugin registered but not running on the scheduler")
+        self.plugin_interval = info["interval"]
+        if info["interval"] != self.worker_tracking_interval:
+            self.notes.append(
+                f"RoastPlugin already registered with interval {info['interval']} s; "
+                f"kept it (worker_tracking_interval={self.worker_tracking_interval} not applied)"
+            )
+        if not info["live"]:
+            self.notes.append("RoastPlugin registered with live=False: no live view data")
+        return info["time"]
+
+    # ---- exit steps ---------------------------------------------------------------
+
+    def _close_span(self) -> None:
+        cm, self._span_cm = self._span_cm, None
+        if cm is not None:
+            cm.__exit__(None, None, None)
+        if self.span_info is not None:
+            self.span_info.pop("context", None)
+
+    def _take_snapshot(self) -> None:
+        """Sample, flush and snapshot in one scheduler call; the public RPCs as a fallback."""
+        assert self.span_id is not None
+        t_from, t_to = self._window
+        try:
+            reply = self.client.run_on_scheduler(
+                _scheduler_finish,
+                span_id=self.span_id,
+                t_from=t_from,
+                t_to=t_to,
+                timeout=FLUSH_TIMEOUT,
+            )
+        except Exception as exc:  # e.g. distributed.scheduler.pickle disabled
+            self.notes.append(f"exit through the public RPCs ({type(exc).__name__}: {exc})")
+            reply = self._snapshot_by_rpc(t_from, t_to)
+        if reply is None:
+            raise RuntimeError(
+                "no running RoastPlugin on the scheduler (stopped during the block?)"
+            )
+        self._window = (t_from, reply["t_to"])
+        self._flush_seconds = reply["flush_seconds"]
+        for address, message in reply["flush"].get("errors", {}).items():
+            self.collector_errors.append(f"flush {address}: {message}")
+        data = reply["snapshot"]
+        if not isinstance(data, bytes):
+            raise RuntimeError(f"the scheduler answered {type(data).__name__} to a snapshot")
+        self.snapshot_bytes = data
+        self.snapshot = _native.decode_snapshot(data)
+        self.span_ids = {self.span_id, *self.snapshot["spans"]}
+
+    def _snapshot_by_rpc(self, t_from: float, t_to: float) -> dict[str, Any]:
+        start = time.perf_counter()
+        flushed = flush(self.client, timeout=FLUSH_TIMEOUT)
+        flush_seconds = time.perf_counter() - start
+        data = self.client.sync(
+            getattr(self.client.scheduler, SNAPSHOT_HANDLER),
+            span_id=self.span_id,
+            t_from=float(t_from),
+            t_to=float(t_to),
+        )
+        return {"t_to": t_to, "flush": flushed, "flush_seconds": flush_seconds, "snapshot": data}
+
+    def _select_records(self) -> None:
+        assert self.snapshot is not None
+        records = decode_records(self.snapshot["records"])
+        self._records_skipped = records.skipped
+        records.extend(drain_local_records(self.span_ids))
+        chunks, prefixes = records_for_spans(records, self.span_ids)
+        self.chunk_metrics = chunks + self.chunk_metrics
+        self.detected_prefixes = prefixes
+
+    def _compute_span_metrics(self) -> None:
+        assert self.snapshot is not None
+        self.span_metrics = _span_metrics(self.snapshot, self.span_ids)
+
+    def _find_lost_workers(self) -> None:
+        assert self.snapshot is not None
+        t_from, t_to = self._window
+        self.lost_workers = [
+            {
+                "address": address,
+                "name": info["name"],
+                "added": info["added"],
+                "removed": info["removed"],
+            }
+            for address, info in sorted(self.snapshot["workers"].items())
+            if info["removed"] is not None and t_from <= info["removed"] <= t_to
+        ]
+
+    # ---- inputs ---------------------------------------------------------------------
+
+    def set_coffea_report(
+        self, report: dict[str, Any], custom_metrics: dict[str, Any] | None = None
+    ) -> None:
+        """Give the coffea report (``Runner(savemetrics=True)``), before or after exit.
+
+        Parameters
+        ----------
+        report : dict
+            coffea's metrics: ``bytesread``, ``entries``, ``processtime``,
+            ``chunks``, ``columns``.
+        custom_metrics : dict, optional
+            ``{dataset: {"entries", "duration", "performance_counters":
+            {"num_requested_bytes"}}}``, as in roastcoffea 0.1.2.
+        """
+        if not isinstance(report, dict):
+            raise TypeError(f"report must be a dict, not {type(report).__name__}")
+        if custom_metrics is not None and not isinstance(custom_metrics, dict):
+            raise TypeError(f"custom_metrics must be a dict, not {type(custom_metrics).__name__}")
+        self.coffea_report = report
+        self.custom_metrics = custom_metrics
+        self._dirty = True
+
+    def extract_metrics_from_output(self, output: Any) -> None:
+        """Take chunk records a roastcoffea 0.1.2 decorator put in coffea's output.
+
+        Pops ``output["__roastcoffea_metrics__"]`` and adds the records not
+        already received through the plugin. Without that key (roastcoffea's
+        own ``track_metrics`` never writes it) this does nothing. Works before
+        or after the block exits.
+
+        Parameters
+        ----------
+        output : Any
+            The output of ``Runner``; anything but a dict is ignored.
+        """
+        if not isinstance(output, dict) or OUTPUT_KEY not in output:
+            return
+        found = output.pop(OUTPUT_KEY)
+        if not isinstance(found, list):
+            logger.warning(
+                "Metrics not a list in output[%r] (%s); ignored", OUTPUT_KEY, type(found).__name__
+            )
+            return
+        known = {_record_identity(r) for r in self.chunk_metrics}
+        for record in found:
+            if isinstance(record, dict) and _record_identity(record) not in known:
+                known.add(_record_identity(record))
+                self.chunk_metrics.append(record)
+        self._dirty = True
+
+    # ---- results --------------------------------------------------------------------
+
+    def _inputs(self, report: dict[str, Any] | None) -> MetricsInputs:
+        assert self.t_start is not None and self.t_end is not None
+        override = self.processor_prefixes
+        if (
+            override is None
+            and not self.detected_prefixes
+            and self.processor_name is not None
+            and self.snapshot is not None
+            and self.processor_name in self.snapshot["prefixes"]
+        ):
+            override = {self.processor_name}
+        return MetricsInputs(
+            snapshot=self.snapshot if self.snapshot is not None else _empty_snapshot(),
+            span_ids=set(self.span_ids),
+            t_start=self._window[0],
+            t_end=max(self._window),
+            wall_time=self.wall_time if self.wall_time is not None else 0.0,
+            coffea_report=report,
+            custom_metrics=self.custom_metrics,
+            chunks=list(self.chunk_metrics),
+            processor_prefixes=override,
+            detected_prefixes=set(self.detected_prefixes),
+            track_workers=self.track_workers,
+        )
+
+    def _refresh(self) -> None:
+        """Recompute the metrics from the current inputs."""
+        self._dirty = False
+        self._metrics = None
+        try:
+            metrics = compute_metrics(self._inputs(self.coffea_report))
+        except Exception as exc:
+            self._metrics_error = f"{type(exc).__name__}: {exc}"
+            raise
+        self._metrics_error = None
+        self._add_collector_view(metrics)
+        self._metrics = metrics
+
+    def _add_collector_view(self, metrics: dict[str, Any]) -> None:
+        """What only the collector knows: lost workers, its own errors and costs."""
+        metrics.setdefault("lost_workers", list(self.lost_workers))
+        metrics["span_info"] = {"name": SPAN_NAME, "id": self.span_id}
+        monitoring = metrics.setdefault("monitoring", {})
+        monitoring["collector_errors"] = list(self.collector_errors)
+        monitoring["notes"] = list(self.notes)
+        monitoring["flush_seconds"] = self._flush_seconds
+        monitoring["exit_seconds"] = self._exit_seconds
+        monitoring["snapshot_bytes"] = (
+            len(self.snapshot_bytes) if self.snapshot_bytes is not None else None
+        )
+        monitoring["records_skipped"] = self._records_skipped
+        monitoring["plugin_interval"] = self.plugin_interval
+        if self.live_view is not None:
+            monitoring["live_deltas"] = self.live_view.deltas
+        unavailable = metrics.setdefault("unavailable", {})
+        if self.snapshot is None:
+            unavailable.setdefault("snapshot", "no snapshot: " + "; ".join(self.collector_errors))
+        if self._flush_seconds is None:
+            unavailable.setdefault("flush_seconds", "the flush did not complete")
+
+    def _check_ready(self) -> None:
+        if self.t_start is None or self.t_end is None or self._active:
+            raise RuntimeError("Timing not available - use within context manager")
+        if self.coffea_report is None:
+            raise RuntimeError("Coffea report not set - call set_coffea_report() first")
+
+    def get_metrics(self) -> dict[str, Any]:
+        """The metrics dictionary (see docs/metrics.md), recomputed when an input changed.
+
+        Returns
+        -------
+        dict
+
+        Raises
+        ------
+        RuntimeError
+            Before the block has exited ("Timing not available - use within
+            context manager"), without a report ("Coffea report not set - call
+            set_coffea_report() first"), or when the computation fails.
+        """
+        self._check_ready()
+        if self._dirty or self._metrics is None:
+            try:
+                self._refresh()
+            except Exception as exc:
+                raise RuntimeError(f"Metrics aggregation failed: {self._metrics_error}") from exc
+        assert self._metrics is not None
+        return self._metrics
+
+    @property
+    def metrics(self) -> dict[str, Any] | None:
+        """The metrics when they can be computed (exited, report set), else None."""
+        try:
+            return self.get_metrics()
+        except RuntimeError:
+            return None
+
+    @property
+    def tracking_data(self) -> dict[str, Any] | None:
+        """Worker time series in roastcoffea 0.1.2's shape (None with ``track_workers=False``)."""
+        if self.t_end is None or self._active or not self.track_workers:
+            return None
+        metrics = self.metrics
+        if metrics is not None:
+            return metrics.get("tracking_data")
+        if self._tracking is None:
+            try:
+                self._tracking = compute_metrics(self._inputs(None)).get("tracking_data")
+            except Exception:
+                logger.debug("roastcoffea: tracking data not computed", exc_info=True)
+        return self._tracking
+
+    def cluster_shape(self) -> dict[str, Any]:
+        """Workers, threads and memory limits of the cluster at the end of the block.
+
+        From the snapshot: workers still present and their last sampled
+        ``nthreads`` and ``memory_limit``.
+        """
+        if self.snapshot is None:
+            return {"workers": None, "threads": None, "memory_limit_bytes": None}
+        live = [a for a, w in self.snapshot["workers"].items() if w["removed"] is None]
+        threads = memory = 0.0
+        for address in live:
+            columns = self.snapshot["series"].get(address, {}).get("columns", {})
+            threads += _last(columns.get("nthreads", {}).get("max", []))
+            memory += _last(columns.get("memory_limit", {}).get("max", []))
+        return {
+            "workers": len(live),
+            "workers_seen": len(self.snapshot["workers"]),
+            "lost_workers": len(self.lost_workers),
+            "threads": int(threads) if threads else None,
+            "memory_limit_bytes": int(memory) if memory else None,
+        }
+
+    def print_summary(self) -> None:
+        """Print the rich tables of the metrics.
+
+        Raises
+        ------
+        RuntimeError
+            As :meth:`get_metrics`.
+        """
+        from roastcoffea.report.summary import print_summary
+
+        print_summary(self.get_metrics())
+
+    def save_measurement(
+        self,
+        output_dir: Path | str,
+        measurement_name: str | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Save the metrics, the native snapshot and the metadata.
+
+        Parameters
+        ----------
+        output_dir : path-like
+        measurement_name : str, optional
+            Default: the UTC time.
+        overwrite : bool, default False
+
+        Returns
+        -------
+        pathlib.Path
+            The measurement directory.
+
+        Raises
+        ------
+        RuntimeError
+            Before the block exited, or as :meth:`get_metrics`.
+        FileExistsError
+            When the measurement exists and ``overwrite`` is False.
+        """
+        if self.t_start is None or self.t_end is None or self._active:
+            raise RuntimeError("Cannot save measurement before context manager completes")
+        metadata = {
+            "cluster": self.cluster_shape(),
+            "span": {"name": SPAN_NAME, "id": self.span_id},
+            "collector": {
+                "track_workers": self.track_workers,
+                "worker_tracking_interval": self.worker_tracking_interval,
+                "plugin_interval": self.plugin_interval,
+                "processor_prefixes": sorted(self.processor_prefixes or ()),
+            },
+        }
+        return _save_measurement(
+            self.get_metrics(),
+            self.t_start,
+            self.t_end,
+            output_dir,
+            measurement_name,
+            native_state=self.snapshot_bytes,
+            metadata=metadata,
+            overwrite=overwrite,
+        )
+
+
+def _last(values: list[float]) -> float:
+    for value in reversed(values):
+        if not math.isnan(value):
+            return value
+    return 0.0
+
+
+def _empty_snapshot() -> dict[str, Any]:
+    """A snapshot with nothing in it, for a collector whose snapshot failed."""
+    return {
+        "version": 1,
+        "taken_at": 0.0,
+        "started": 0.0,
+        "workers": {},
+        "tasks": [],
+        "prefixes": {},
+        "worker_tasks": {},
+        "span_tasks": {},
+        "digests": {},
+        "spans": {},
+        "records": [],
+        "errors": {},
+        "series": {},
+        "counters": {},
+    }

@@ -1,0 +1,520 @@
+"""Measurements on disk: save a metrics dictionary, load it back exactly.
+
+A measurement is a directory ``<output_dir>/<name>/`` holding
+
+``metrics.json``
+    The metrics dictionary as *tagged JSON*: values JSON lacks are written as
+    one-key objects (``{"$tuple": [...]}``, ``{"$datetime": "..."}``,
+    ``{"$float": "nan"}``, ``{"$bytes": "<base64>"}``, ``{"$set": [...]}``,
+    ``{"$dict": [[key, value], ...]}`` for a dict whose keys are not all plain
+    strings), so tuple keys, tuples, timezone-aware datetimes, NaN and
+    infinities and bytes come back as they were. Nothing is pickled.
+``native_state.json`` or ``native_snapshot.msgpack``
+    The native engine's data behind the metrics, when the caller gives it:
+    JSON state text (``Aggregator.to_json``) or the msgpack snapshot bytes of
+    the collector's span (readable with ``roastcoffea._native.decode_snapshot``).
+``metadata.json``
+    Schema version, wall-clock UTC start and end, software versions, the
+    cluster's shape and whatever the caller adds.
+``start_end_time.txt``
+    ``"t0,t1"``: wall-clock epoch seconds (roastcoffea 0.1.2 wrote the same
+    file, with ``perf_counter`` values).
+``config.json``
+    Only when a ``config`` is given.
+
+Loading a directory written by roastcoffea 0.1.2 also works: its metrics are
+plain JSON, restored as 0.1.2 wrote them (string keys).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import platform
+import re
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+#: Version of the measurement layout written by :func:`save_measurement`.
+SCHEMA_VERSION = 1
+METRICS_FORMAT = "roastcoffea-metrics"
+MEASUREMENT_FORMAT = "roastcoffea-measurement"
+#: The ``format`` that roastcoffea 0.1.2 wrote in ``metadata.json``.
+LEGACY_FORMAT = "roastcoffea_measurement_v1"
+
+METRICS_FILE = "metrics.json"
+METADATA_FILE = "metadata.json"
+TIMES_FILE = "start_end_time.txt"
+CONFIG_FILE = "config.json"
+NATIVE_STATE_FILE = "native_state.json"
+NATIVE_SNAPSHOT_FILE = "native_snapshot.msgpack"
+#: Every file a measurement may hold; an overwrite removes them all first.
+FILES = (
+    METRICS_FILE,
+    METADATA_FILE,
+    TIMES_FILE,
+    CONFIG_FILE,
+    NATIVE_STATE_FILE,
+    NATIVE_SNAPSHOT_FILE,
+)
+
+#: Packages whose versions ``metadata.json`` records.
+VERSIONED_PACKAGES = ("roastcoffea", "dask", "distributed", "coffea", "uproot", "awkward", "numpy")
+
+_TAG = "$"
+_NAME = re.compile(r"^[^/\\\x00]+$")
+
+
+# ---- tagged JSON -------------------------------------------------------------
+
+
+def _encode_float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return {"$float": "-nan" if math.copysign(1.0, value) < 0 else "nan"}
+    return {"$float": "inf" if value > 0 else "-inf"}
+
+
+def _encode(value: Any, where: str) -> Any:
+    """``value`` as JSON-ready data; TypeError naming ``where`` for what cannot be saved."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _encode_float(float(value))
+    if isinstance(value, Mapping):
+        return _encode_dict(value, where)
+    if isinstance(value, list):
+        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+    if isinstance(value, (set, frozenset)):
+        return {"$set": [_encode(v, f"{where}{{}}") for v in value]}
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, timedelta):
+        return {"$timedelta": [value.days, value.seconds, value.microseconds]}
+    if isinstance(value, (bytes, bytearray)):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    # numpy scalars and arrays without importing numpy.
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):
+        return _encode(value.tolist(), where)
+    raise TypeError(f"{where}: cannot save a value of type {type(value).__name__}")
+
+
+def _encode_dict(value: Mapping, where: str) -> Any:
+    plain = all(isinstance(k, str) and not k.startswith(_TAG) for k in value)
+    if plain:
+        return {k: _encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+    return {
+        "$dict": [
+            [_encode(k, f"{where} key {k!r}"), _encode(v, f"{where}[{k!r}]")]
+            for k, v in value.items()
+        ]
+    }
+
+
+def _hashable(value: Any, where: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(f"{where}: a dict key or set item is unhashable") from None
+    return value
+
+
+def _decode_float(text: Any, where: str) -> float:
+    floats = {"nan": math.nan, "-nan": -math.nan, "inf": math.inf, "-inf": -math.inf}
+    if text not in floats:
+        raise ValueError(f"{where}: unknown $float value {text!r}")
+    return floats[text]
+
+
+def _decode_tag(tag: str, body: Any, where: str) -> Any:
+    if tag == "$tuple" and isinstance(body, list):
+        return tuple(_decode(v, f"{where}[{i}]") for i, v in enumerate(body))
+    if tag == "$set" and isinstance(body, list):
+        return {_hashable(_decode(v, where), where) for v in body}
+    if tag == "$dict" and isinstance(body, list):
+        out = {}
+        for i, pair in enumerate(body):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise ValueError(f"{where}[{i}]: expected a [key, value] pair")
+            key = _hashable(_decode(pair[0], f"{where}[{i}]"), f"{where}[{i}]")
+            out[key] = _decode(pair[1], f"{where}[{key!r}]")
+        return out
+    if tag == "$float":
+        return _decode_float(body, where)
+    try:
+        if tag == "$datetime" and isinstance(body, str):
+            return datetime.fromisoformat(body)
+        if tag == "$date" and isinstance(body, str):
+            return date.fromisoformat(body)
+        if tag == "$timedelta" and isinstance(body, list) and len(body) == 3:
+            return timedelta(days=body[0], seconds=body[1], microseconds=body[2])
+        if tag == "$bytes" and isinstance(body, str):
+            return base64.b64decode(body.encode("ascii"), validate=True)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: bad {tag} value: {exc}") from None
+    raise ValueError(f"{where}: unknown or malformed tag {tag!r}")
+
+
+def _decode(value: Any, where: str) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, body),) = value.items()
+            if key.startswith(_TAG):
+                return _decode_tag(key, body, where)
+        return {k: _decode(v, f"{where}[{k!r}]") for k, v in value.items()}
+    return value
+
+
+def to_tagged_json(value: Any) -> Any:
+    """``value`` as JSON-ready data, with the tags of this module.
+
+    Parameters
+    ----------
+    value : Any
+        Dicts (any hashable keys), lists, tuples, sets, str, int, float (NaN and
+        infinities included), bool, None, bytes, datetime, date, timedelta, and
+        numpy scalars or arrays (saved as numbers and lists).
+
+    Returns
+    -------
+    Any
+        Data ``json.dumps`` accepts with ``allow_nan=False``.
+
+    Raises
+    ------
+    TypeError
+        For a value of another type, naming where it is.
+    """
+    return _encode(value, "metrics")
+
+
+def from_tagged_json(data: Any) -> Any:
+    """Inverse of :func:`to_tagged_json`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown or malformed tag, naming where it is.
+    """
+    return _decode(data, "metrics")
+
+
+# ---- files -------------------------------------------------------------------
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a crash leaves no half file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _utc_iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat()
+
+
+def _check_times(t0: Any, t1: Any) -> tuple[float, float]:
+    for name, t in (("t0", t0), ("t1", t1)):
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise ValueError(f"{name} must be a finite number of epoch seconds, got {t!r}")
+    if t1 < t0:
+        raise ValueError(f"t1 ({t1!r}) is before t0 ({t0!r})")
+    return float(t0), float(t1)
+
+
+def _measurement_dir(output_dir: Path | str, name: str | None) -> Path:
+    if name is None:
+        name = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise ValueError(
+            f"measurement_name must be one non-empty path component without '/', got {name!r}"
+        )
+    return Path(output_dir) / name
+
+
+def save_measurement(
+    metrics: dict[str, Any],
+    t0: float,
+    t1: float,
+    output_dir: Path | str,
+    measurement_name: str | None = None,
+    config: dict[str, Any] | None = None,
+    *,
+    native_state: str | bytes | None = None,
+    metadata: dict[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write a measurement directory.
+
+    Parameters
+    ----------
+    metrics : dict
+        The metrics dictionary (e.g. ``MetricsCollector.get_metrics()``).
+    t0, t1 : float
+        Wall-clock start and end, seconds since the Unix epoch.
+    output_dir : path-like
+        Parent directory; created if missing.
+    measurement_name : str, optional
+        Directory name; default the UTC time, ``YYYY-MM-DDTHH-MM-SS.ffffffZ``.
+    config : dict, optional
+        Written as ``config.json`` (tagged JSON).
+    native_state : str or bytes, optional
+        The native data: JSON state text (``native_state.json``) or msgpack
+        snapshot bytes (``native_snapshot.msgpack``).
+    metadata : dict, optional
+        Extra entries for ``metadata.json`` (e.g. ``{"cluster": {...}}``);
+        they may not replace the keys this function writes.
+    overwrite : bool, default False
+        Replace an existing measurement of the same name.
+
+    Returns
+    -------
+    pathlib.Path
+        The measurement directory.
+
+    Raises
+    ------
+    FileExistsError
+        When the directory already holds a measurement and ``overwrite`` is False.
+    TypeError
+        When ``metrics`` holds a value that cannot be saved (the message says where).
+    ValueError
+        For a bad name, bad times, or ``metadata`` keys that clash.
+    """
+    if not isinstance(metrics, dict):
+        raise TypeError(f"metrics must be a dict, not {type(metrics).__name__}")
+    t0, t1 = _check_times(t0, t1)
+    if native_state is not None and not isinstance(native_state, (str, bytes)):
+        raise TypeError(f"native_state must be str or bytes, not {type(native_state).__name__}")
+    path = _measurement_dir(output_dir, measurement_name)
+    existing = [name for name in FILES if (path / name).exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"measurement {str(path)!r} already exists (holds {', '.join(existing)}); "
+            "pass overwrite=True to replace it"
+        )
+    # Encode everything before touching the disk, so a bad value leaves nothing behind.
+    metrics_text = json.dumps(
+        {"format": METRICS_FORMAT, "version": SCHEMA_VERSION, "metrics": to_tagged_json(metrics)},
+        allow_nan=False,
+        indent=1,
+    )
+    meta: dict[str, Any] = {
+        "format": MEASUREMENT_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "name": path.name,
+        "start_utc": _utc_iso(t0),
+        "end_utc": _utc_iso(t1),
+        "t0": t0,
+        "t1": t1,
+        "elapsed_time_seconds": t1 - t0,
+        "saved_utc": datetime.now(timezone.utc).isoformat(),
+        "versions": _package_versions(),
+        "native_file": None,
+    }
+    if native_state is not None:
+        is_json = isinstance(native_state, str)
+        meta["native_file"] = NATIVE_STATE_FILE if is_json else NATIVE_SNAPSHOT_FILE
+    clash = set(metadata or ()) & set(meta)
+    if clash:
+        raise ValueError(f"metadata may not replace {sorted(clash)}")
+    meta.update(metadata or {})
+    meta_text = json.dumps(to_tagged_json(meta), allow_nan=False, indent=1)
+    config_text = None
+    if config is not None:
+        config_text = json.dumps(to_tagged_json(config), allow_nan=False, indent=1)
+
+    path.mkdir(parents=True, exist_ok=True)
+    for name in existing:
+        (path / name).unlink()
+    _write_text(path / METRICS_FILE, metrics_text)
+    if isinstance(native_state, str):
+        _write_text(path / NATIVE_STATE_FILE, native_state)
+    elif isinstance(native_state, bytes):
+        _write_bytes(path / NATIVE_SNAPSHOT_FILE, native_state)
+    if config_text is not None:
+        _write_text(path / CONFIG_FILE, config_text)
+    _write_text(path / TIMES_FILE, f"{t0!r},{t1!r}\n")
+    # metadata.json last: its presence marks a complete measurement.
+    _write_text(path / METADATA_FILE, meta_text)
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: truncated or not JSON ({exc})") from None
+
+
+def _read_times(path: Path) -> tuple[float, float]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        t0, t1 = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValueError(f"{path}: invalid timing format, expected 't0,t1', got {text!r}") from None
+    return t0, t1
+
+
+def _check_format(path: Path, data: Any, expected: str, version_key: str) -> None:
+    found = data.get("format") if isinstance(data, dict) else None
+    if found != expected:
+        raise ValueError(
+            f"{path}: not a roastcoffea file (format {found!r}, expected {expected!r})"
+        )
+    got = data.get(version_key)
+    if isinstance(got, bool) or not isinstance(got, int):
+        raise ValueError(f"{path}: {version_key} missing or not an integer")
+    if got > SCHEMA_VERSION:
+        raise ValueError(
+            f"{path}: written by a newer roastcoffea ({version_key} {got}); "
+            f"this one reads up to {SCHEMA_VERSION}"
+        )
+
+
+def _load_metadata(directory: Path) -> dict[str, Any]:
+    path = directory / METADATA_FILE
+    data = _read_json(path)
+    if isinstance(data, dict) and data.get("format") == LEGACY_FORMAT:
+        return data
+    _check_format(path, data, MEASUREMENT_FORMAT, "schema_version")
+    try:
+        return from_tagged_json(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def load_metadata(measurement_path: Path | str) -> dict[str, Any]:
+    """The ``metadata.json`` of a measurement, checked.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As :func:`load_measurement`.
+    """
+    return _load_metadata(_existing_dir(measurement_path))
+
+
+def _existing_dir(measurement_path: Path | str) -> Path:
+    directory = Path(measurement_path)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: measurement directory not found")
+    return directory
+
+
+def load_measurement(measurement_path: Path | str) -> tuple[dict[str, Any], float, float]:
+    """Read a measurement written by :func:`save_measurement` (or by roastcoffea 0.1.2).
+
+    Parameters
+    ----------
+    measurement_path : path-like
+        The measurement directory.
+
+    Returns
+    -------
+    tuple
+        ``(metrics, t0, t1)``: the metrics dictionary restored exactly (tuple
+        keys, tuples, datetimes, NaN, bytes), and the wall-clock start and end
+        in epoch seconds (``perf_counter`` values for a 0.1.2 measurement).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the directory or one of its files is missing (the message names it).
+    ValueError
+        When a file is truncated, not ours, from a newer schema, or malformed
+        (the message names the file and the problem).
+    """
+    directory = _existing_dir(measurement_path)
+    metadata = _load_metadata(directory)
+    t0, t1 = _read_times(directory / TIMES_FILE)
+    path = directory / METRICS_FILE
+    data = _read_json(path)
+    if metadata.get("format") == LEGACY_FORMAT:
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object of metrics")
+        return data, t0, t1
+    _check_format(path, data, METRICS_FORMAT, "version")
+    if not isinstance(data.get("metrics"), dict):
+        raise ValueError(f"{path}: 'metrics' missing or not an object")
+    try:
+        metrics = from_tagged_json(data["metrics"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
+        raise ValueError(
+            f"{directory / TIMES_FILE}: times {t0!r},{t1!r} disagree with "
+            f"{METADATA_FILE} ({metadata.get('t0')!r},{metadata.get('t1')!r})"
+        )
+    return metrics, t0, t1
+
+
+def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
+    """The native data saved with a measurement, decoded; None when none was saved.
+
+    ``native_state.json`` is read with ``roastcoffea._native.state_from_json``,
+    ``native_snapshot.msgpack`` with ``roastcoffea._native.decode_snapshot``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``metadata.json`` names a native file that is missing.
+    ValueError
+        When the native file is malformed (the message names it).
+    """
+    from roastcoffea import _native
+
+    directory = _existing_dir(measurement_path)
+    name = _load_metadata(directory).get("native_file")
+    if name is None:
+        return None
+    if name not in (NATIVE_STATE_FILE, NATIVE_SNAPSHOT_FILE):
+        raise ValueError(f"{directory / METADATA_FILE}: unknown native_file {name!r}")
+    path = directory / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing (named by {METADATA_FILE})")
+    try:
+        if name == NATIVE_STATE_FILE:
+            return _native.state_from_json(path.read_bytes())
+        return _native.decode_snapshot(path.read_bytes())
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None

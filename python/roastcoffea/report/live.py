@@ -1,0 +1,244 @@
+"""The live view: a rich panel fed by the plugin's pushed deltas while a collector runs.
+
+The scheduler publishes one delta per sampler tick on the event topic
+``"roastcoffea"`` (see :mod:`roastcoffea.plugin.live`) while a client listens;
+:class:`LiveView` subscribes, keeps running totals and the rates of the last
+few seconds, and draws them with :class:`rich.live.Live`. It runs only when
+stdout is a terminal; it never raises into the analysis (a failure to start
+just leaves the view off, with the reason in :attr:`LiveView.off_reason`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+
+from roastcoffea.plugin.live import TOPIC
+
+logger = logging.getLogger(__name__)
+
+#: Seconds of deltas the rates are averaged over.
+RATE_WINDOW = 5.0
+#: Redraws per second.
+REFRESH_PER_SECOND = 2
+
+# Clients (by id) with an active view: a client has one handler per topic, so
+# concurrent collectors on one client share the first one's view.
+_active: set[int] = set()
+_active_lock = threading.Lock()
+
+
+def is_terminal() -> bool:
+    """Whether stdout is an interactive terminal (the only place the view draws)."""
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError):  # replaced or closed stdout
+        return False
+
+
+def _console() -> Console:
+    """coffea's console when coffea is loaded (its progress bars nest with ours), else rich's."""
+    coffea_util = sys.modules.get("coffea.util")
+    console = getattr(coffea_util, "coffea_console", None)
+    if isinstance(console, Console):
+        return console
+    from rich import get_console
+
+    return get_console()
+
+
+def _bytes(value: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{value:.0f} B"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
+
+
+class LiveView:
+    """Subscribes to the plugin's live deltas and draws them.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    title : str, default "roastcoffea"
+    """
+
+    def __init__(self, client: Any, title: str = "roastcoffea") -> None:
+        self._client = client
+        self._title = title
+        self._lock = threading.Lock()
+        self._recent: deque[dict[str, Any]] = deque()
+        self._totals = {"tasks": 0, "erred": 0, "chunks": 0, "events": 0, "bytes": 0}
+        self._workers: dict[str, dict[str, float | None]] = {}
+        self._started_at = time.perf_counter()
+        self._live: Live | None = None
+        self._subscribed = False
+        self.deltas = 0
+        self.off_reason: str | None = None
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    def start(self) -> bool:
+        """Subscribe and start drawing.
+
+        Returns
+        -------
+        bool
+            False when the view stays off (``off_reason`` says why).
+        """
+        key = id(self._client)
+        with _active_lock:
+            if key in _active:
+                self.off_reason = "another collector's live view is running on this client"
+                return False
+            existing = getattr(self._client, "_event_handlers", {}).get(TOPIC)
+            if existing is not None and not getattr(existing, "_roastcoffea_live", False):
+                self.off_reason = f"the client already has a handler for topic {TOPIC!r}"
+                return False
+            _active.add(key)
+        try:
+            self._client.subscribe_topic(TOPIC, self._handler())
+            self._subscribed = True
+            self._live = Live(
+                get_renderable=self.render,
+                console=_console(),
+                refresh_per_second=REFRESH_PER_SECOND,
+                transient=True,
+            )
+            self._live.start()
+        except Exception as exc:
+            self.off_reason = f"{type(exc).__name__}: {exc}"
+            logger.debug("roastcoffea: live view not started", exc_info=True)
+            self.stop()
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Stop drawing and unsubscribe (never raises)."""
+        live, self._live = self._live, None
+        if live is not None:
+            try:
+                live.stop()
+            except Exception:
+                logger.debug("roastcoffea: live view stop failed", exc_info=True)
+        if self._subscribed:
+            self._subscribed = False
+            try:
+                self._client.unsubscribe_topic(TOPIC)
+            except Exception:
+                logger.debug("roastcoffea: unsubscribe failed", exc_info=True)
+        with _active_lock:
+            _active.discard(id(self._client))
+
+    def _handler(self) -> Any:
+        def handle(event: Any) -> None:
+            self.receive(event)
+
+        handle._roastcoffea_live = True  # type: ignore[attr-defined]
+        return handle
+
+    # ---- data ----------------------------------------------------------------
+
+    def receive(self, event: Any) -> None:
+        """Take one ``(timestamp, delta)`` event from the topic (malformed ones are ignored)."""
+        try:
+            _, msg = event
+            delta = {
+                "interval": float(msg["interval"]),
+                "tasks": int(msg.get("tasks", 0)),
+                "erred": int(msg.get("erred", 0)),
+                "chunks": int(msg.get("chunks", 0)),
+                "events": int(msg.get("chunk_events", 0)),
+                "bytes": int(msg.get("chunk_bytes", 0)),
+                "transitions_per_s": float(msg.get("events_per_s", 0.0)),
+            }
+            workers = dict(msg.get("workers", {}))
+        except Exception:
+            return
+        with self._lock:
+            self.deltas += 1
+            for key in ("tasks", "erred", "chunks", "events", "bytes"):
+                self._totals[key] += delta[key]
+            self._workers = workers
+            self._recent.append(delta)
+            span = sum(d["interval"] for d in self._recent)
+            while len(self._recent) > 1 and span - self._recent[0]["interval"] >= RATE_WINDOW:
+                span -= self._recent.popleft()["interval"]
+
+    def state(self) -> dict[str, Any]:
+        """The figures the panel shows, as numbers.
+
+        Returns
+        -------
+        dict
+            ``events_per_s``, ``gbps``, ``chunks_per_s``, ``transitions_per_s``
+            (over the last :data:`RATE_WINDOW` seconds; None before the first
+            delta), ``workers``, ``memory_bytes`` (Σ over workers, None when
+            unknown), and the totals ``tasks``, ``erred``, ``chunks``,
+            ``events``, ``bytes``.
+        """
+        with self._lock:
+            recent = list(self._recent)
+            totals = dict(self._totals)
+            workers = dict(self._workers)
+        span = sum(d["interval"] for d in recent)
+        rates: dict[str, float | None] = dict.fromkeys(
+            ("events_per_s", "gbps", "chunks_per_s", "transitions_per_s")
+        )
+        if span > 0:
+            rates["events_per_s"] = sum(d["events"] for d in recent) / span
+            rates["gbps"] = sum(d["bytes"] for d in recent) * 8 / 1e9 / span
+            rates["chunks_per_s"] = sum(d["chunks"] for d in recent) / span
+            rates["transitions_per_s"] = recent[-1]["transitions_per_s"]
+        memory = [w.get("memory") for w in workers.values() if isinstance(w, dict)]
+        known = [m for m in memory if isinstance(m, (int, float))]
+        return {
+            **rates,
+            "workers": len(workers),
+            "memory_bytes": sum(known) if known else None,
+            **totals,
+        }
+
+    def render(self) -> Panel:
+        """The panel for the current state."""
+        s = self.state()
+        elapsed = time.perf_counter() - self._started_at
+
+        def rate(value: float | None, fmt: str) -> str:
+            return "[dim]waiting for data[/dim]" if value is None else fmt.format(value)
+
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="cyan", no_wrap=True)
+        table.add_column(justify="right", style="magenta")
+        table.add_column(style="cyan", no_wrap=True)
+        table.add_column(justify="right", style="magenta")
+        table.add_row(
+            "Events/s",
+            rate(s["events_per_s"], "{:,.0f}"),
+            "Workers",
+            str(s["workers"]),
+        )
+        table.add_row(
+            "Data rate",
+            rate(s["gbps"], "{:.3f} Gbps"),
+            "Memory",
+            "N/A" if s["memory_bytes"] is None else _bytes(s["memory_bytes"]),
+        )
+        table.add_row(
+            "Events",
+            f"{s['events']:,}",
+            "Tasks done",
+            f"{s['tasks']:,}" + (f" ([red]{s['erred']} erred[/red])" if s["erred"] else ""),
+        )
+        table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", f"{elapsed:.1f} s")
+        return Panel(table, title=self._title, expand=False)

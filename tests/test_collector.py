@@ -1,0 +1,485 @@
+"""MetricsCollector without coffea: arguments, lifecycle, concurrency, live view, measurements.
+
+The cluster tests use plain Dask tasks with task prefixes no other test uses
+(``roast_testing.keys``); the measurement tests need no cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+from distributed import Client, get_worker
+from roast_testing import keys, wait_for
+
+from roastcoffea import MetricsCollector, _native, load_measurement, save_measurement
+from roastcoffea.demo.tasks import nap
+from roastcoffea.measurement import load_metadata, load_native
+from roastcoffea.plugin import stop
+from roastcoffea.records import encode_record
+from roastcoffea.report.live import LiveView
+from roastcoffea.report.summary import print_summary
+
+# Workers do not import this test module: ship its task functions by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+REPORT = {"entries": 1000, "bytesread": 4_000_000, "processtime": 2.0, "chunks": 10}
+
+
+def run_naps(client: Client, prefix: str, n: int = 6, seconds: float = 0.02) -> None:
+    client.gather(client.map(nap, [seconds] * n, key=keys(prefix, n), pure=False))
+
+
+def queue_chunk(events: int) -> bool:
+    """On a worker: queue a chunk record through the roastcoffea worker plugin."""
+    plugin = get_worker().plugins["roastcoffea"]
+    record = {"kind": "chunk", "v": 1, "span": None, "num_events": events, "bytes_read": 1000}
+    return plugin.queue_record(encode_record(record))
+
+
+def tick(dask_scheduler: Any) -> None:
+    dask_scheduler.plugins["roastcoffea"].tick()
+
+
+def plugin_interval(dask_scheduler: Any) -> float | None:
+    plugin = dask_scheduler.plugins.get("roastcoffea")
+    return None if plugin is None else plugin.interval
+
+
+# ---- arguments -----------------------------------------------------------------------
+
+
+def test_client_none_is_refused() -> None:
+    with pytest.raises(ValueError, match="client=None"):
+        MetricsCollector(None)
+
+
+def test_client_of_another_type_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"distributed\.Client, got client of type object"):
+        MetricsCollector(object())
+
+
+def test_unknown_backend_is_refused(client: Client) -> None:
+    with pytest.raises(ValueError, match=r"^Unsupported backend: invalid$"):
+        MetricsCollector(client, backend="invalid")
+
+
+@pytest.mark.parametrize("interval", [0, -1.0, 0.001, math.nan, math.inf, "1", True, None])
+def test_bad_interval_is_refused(client: Client, interval: Any) -> None:
+    with pytest.raises(ValueError, match="worker_tracking_interval"):
+        MetricsCollector(client, worker_tracking_interval=interval)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"track_workers": "yes"}, "track_workers"),
+        ({"live": 1}, "live"),
+        ({"processor_prefixes": [1]}, "processor_prefixes"),
+    ],
+)
+def test_bad_options_are_refused(client: Client, kwargs: dict, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        MetricsCollector(client, **kwargs)
+
+
+def test_results_before_exit_are_refused(client: Client) -> None:
+    mc = MetricsCollector(client)
+    with pytest.raises(RuntimeError, match="Timing not available - use within context manager"):
+        mc.get_metrics()
+    with mc:
+        with pytest.raises(RuntimeError, match="Timing not available"):
+            mc.get_metrics()
+        with pytest.raises(RuntimeError, match="Cannot save measurement before context manager"):
+            mc.save_measurement("unused")
+        with pytest.raises(RuntimeError, match="already running"):
+            mc.__enter__()
+    with pytest.raises(RuntimeError, match=r"Coffea report not set - call set_coffea_report\(\)"):
+        mc.get_metrics()
+    assert mc.metrics is None
+    with pytest.raises(TypeError, match="report must be a dict"):
+        mc.set_coffea_report([1])
+
+
+# ---- lifecycle -----------------------------------------------------------------------
+
+
+def test_collector_sees_its_block(client: Client) -> None:
+    run_naps(client, "before-block")
+    with MetricsCollector(client) as mc:
+        run_naps(client, "in-block")
+    run_naps(client, "after-block")
+    assert mc.collector_errors == []
+    assert mc.live_view is None  # stdout is not a terminal under pytest
+    assert {k[1] for k in mc.span_metrics} == {"in-block"}
+    assert mc.t_start < mc.t_end and 0 < mc.wall_time <= mc.t_end - mc.t_start + 0.01
+    assert mc.span_info == {"name": "coffea-processing", "id": mc.span_id}
+    assert mc.tracking_data["worker_counts"]
+    assert mc.metrics is None  # no report yet
+    mc.set_coffea_report(REPORT)  # after exit: no ordering trap
+    m = mc.get_metrics()
+    assert m["per_prefix"]["in-block"]["tasks"] == 6
+    assert m["total_events"] == 1000
+    assert m["lost_workers"] == []
+    assert m["monitoring"]["collector_errors"] == []
+    assert m["monitoring"]["flush_seconds"] > 0
+    assert mc.get_metrics() is m  # cached while nothing changes
+
+
+def test_user_exception_propagates_and_metrics_still_come(client: Client) -> None:
+    with pytest.raises(ZeroDivisionError), MetricsCollector(client) as mc:
+        run_naps(client, "before-error")
+        _ = 1 / 0
+    assert mc.collector_errors == []
+    mc.set_coffea_report(REPORT)
+    assert mc.get_metrics()["per_prefix"]["before-error"]["tasks"] == 6
+
+
+def test_sequential_collectors_are_disjoint(client: Client) -> None:
+    with MetricsCollector(client) as first:
+        run_naps(client, "seq-first")
+    with MetricsCollector(client) as second:
+        run_naps(client, "seq-second", n=4)
+    assert {k[1] for k in first.span_metrics} == {"seq-first"}
+    assert {k[1] for k in second.span_metrics} == {"seq-second"}
+    assert second.snapshot["span_tasks"] and all(
+        span in second.span_ids for span in second.snapshot["span_tasks"]
+    )
+
+
+def test_concurrent_collectors_from_two_threads(client: Client) -> None:
+    both_inside = threading.Barrier(2, timeout=30)
+    seen: dict[str, MetricsCollector] = {}
+    failures: list[BaseException] = []
+
+    def work(prefix: str) -> None:
+        try:
+            with MetricsCollector(client) as mc:
+                both_inside.wait()
+                run_naps(client, prefix, n=8, seconds=0.05)
+                both_inside.wait()
+            seen[prefix] = mc
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in ("conc-left", "conc-right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    left, right = seen["conc-left"], seen["conc-right"]
+    assert left.span_id != right.span_id
+    assert left.t_start < right.t_end and right.t_start < left.t_end  # the blocks overlapped
+    for prefix, mc in seen.items():
+        assert {k[1] for k in mc.span_metrics} == {prefix}
+        mc.set_coffea_report(REPORT)
+        assert set(mc.get_metrics()["per_prefix"]) == {prefix}
+        assert mc.get_metrics()["per_prefix"][prefix]["tasks"] == 8
+
+
+def test_extract_metrics_from_output_merges_old_records(client: Client, caplog: Any) -> None:
+    with MetricsCollector(client) as mc:
+        run_naps(client, "extract")
+    mc.set_coffea_report(REPORT)
+    assert mc.get_metrics()["num_chunks"] == 10  # the report's count: no chunk record yet
+    old = {"dataset": "d", "file": "f.root", "entry_start": 0, "entry_stop": 10, "t_start": 1.0}
+    old.update(num_events=10, duration=0.5, t_end=1.5, bytes_read=100)
+    output = {"sum": 3, "__roastcoffea_metrics__": [old, dict(old)]}
+    mc.extract_metrics_from_output(output)
+    assert output == {"sum": 3}
+    assert mc.chunk_metrics == [old]
+    assert mc.get_metrics()["num_chunks"] == 1  # recomputed after the change
+    mc.extract_metrics_from_output({"sum": 3})
+    mc.extract_metrics_from_output(1000)
+    with caplog.at_level(logging.WARNING, logger="roastcoffea.collector"):
+        mc.extract_metrics_from_output({"__roastcoffea_metrics__": "nope"})
+    assert "Metrics not a list" in caplog.text
+    assert mc.chunk_metrics == [old]
+
+
+def test_registers_plugin_and_reports_its_own_failures(make_cluster: Any, caplog: Any) -> None:
+    _, client = make_cluster()
+    assert client.run_on_scheduler(plugin_interval) is None
+    with (
+        caplog.at_level(logging.WARNING, logger="roastcoffea.collector"),
+        MetricsCollector(client, worker_tracking_interval=0.25) as mc,
+    ):
+        assert client.run_on_scheduler(plugin_interval) == 0.25
+        run_naps(client, "stopped")
+        stop(client)  # the plugin disappears under the collector
+    assert mc.plugin_interval == 0.25
+    assert mc.snapshot is None
+    assert any("no running RoastPlugin" in e for e in mc.collector_errors)
+    assert "no running RoastPlugin" in caplog.text
+    mc.set_coffea_report(REPORT)
+    m = mc.get_metrics()
+    assert m["total_events"] == 1000
+    assert m["monitoring"]["collector_errors"] == mc.collector_errors
+    assert "snapshot" in m["unavailable"]
+
+    # A collector asking for another interval keeps the registered plugin's.
+    with MetricsCollector(client, worker_tracking_interval=0.5) as first:
+        pass
+    with MetricsCollector(client, worker_tracking_interval=2.0) as second:
+        pass
+    assert first.plugin_interval == second.plugin_interval == 0.5
+    assert any("already registered with interval 0.5" in n for n in second.notes)
+
+
+def test_without_worker_tracking(client: Client) -> None:
+    with MetricsCollector(client, track_workers=False) as mc:
+        run_naps(client, "untracked")
+    mc.set_coffea_report(REPORT)
+    m = mc.get_metrics()
+    assert mc.tracking_data is None
+    assert m["avg_workers"] is None and "track_workers=False" in m["unavailable"]["avg_workers"]
+
+
+def test_print_summary(client: Client, capsys: Any) -> None:
+    with MetricsCollector(client) as mc:
+        run_naps(client, "summary")
+    mc.set_coffea_report(REPORT)
+    mc.print_summary()
+    out = capsys.readouterr().out
+    for title in (
+        "Throughput Metrics",
+        "Event Processing Metrics",
+        "Resource Utilization",
+        "Timing Breakdown",
+        "Fine Metrics (from Dask Spans)",
+        "Fine Metrics per Task Prefix",
+        "Fine Metrics per Worker",
+        "Chunk Metrics",
+        "Total Chunks",
+        "Monitoring Overhead",
+    ):
+        assert title in out, title
+    assert "N/A (no chunk record" in out
+
+
+def test_summary_of_an_empty_dictionary(capsys: Any) -> None:
+    print_summary({"unavailable": {"wall_time": "because"}, "wall_time": None})
+    out = capsys.readouterr().out
+    assert "N/A (because)" in out and "N/A (not computed)" in out
+
+
+# ---- the live view -------------------------------------------------------------------
+
+
+def test_live_view_rates_from_deltas() -> None:
+    view = LiveView(client=None)
+    worker = {"memory": 100.0, "cpu": 5.0}
+    for events in (100, 300):
+        delta = {"interval": 1.0, "tasks": 2, "erred": 0, "chunks": 1, "chunk_events": events}
+        delta.update(chunk_bytes=10**9, events_per_s=50.0, workers={"a": worker, "b": worker})
+        view.receive((0.0, delta))
+    view.receive("not an event")
+    state = view.state()
+    assert state["events_per_s"] == 200.0
+    assert state["gbps"] == 8.0
+    assert state["workers"] == 2 and state["memory_bytes"] == 200.0
+    assert (state["tasks"], state["chunks"], state["events"]) == (4, 2, 400)
+    assert view.deltas == 2
+    assert view.render().title == "roastcoffea"
+
+
+def test_live_view_follows_the_stream(roast: Client) -> None:
+    client = roast
+    view = LiveView(client)
+    assert view.start(), view.off_reason
+    try:
+        client.run_on_scheduler(tick)  # the baseline of the stream
+        wait_for(lambda: view.deltas, lambda n: n >= 0, 1)
+        run_naps(client, "live-view", n=10)
+        client.gather(client.map(queue_chunk, [7, 5], pure=False))
+        state = wait_for(
+            lambda: (client.run_on_scheduler(tick), view.state())[1],
+            lambda s: s["tasks"] >= 12 and s["events"] == 12,
+            timeout=15,
+        )
+        assert state["chunks"] == 2 and state["events"] == 12 and state["bytes"] == 2000
+        assert state["workers"] == 2 and state["memory_bytes"] > 0
+        second = LiveView(client)
+        assert not second.start() and "another collector" in second.off_reason
+    finally:
+        view.stop()
+    third = LiveView(client)  # the client is free again
+    assert third.start(), third.off_reason
+    third.stop()
+
+
+# ---- measurements --------------------------------------------------------------------
+
+
+def sample_metrics() -> dict[str, Any]:
+    t = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    return {
+        "wall_time": 12.5,
+        "total_events": 2**70,
+        "raw_span_metrics": {("execute", "MyProc", "thread-cpu", "seconds"): 1.25},
+        "per_worker_fine_metrics": {"tcp://a:1": {("execute", "reduce", "other", "s"): 0.5}},
+        "chunk_info": {("f.root", 0, 100): (1.0, 2.0, None)},
+        "tracking_data": {
+            "worker_counts": {t: 2, t + timedelta(seconds=1): 3},
+            "worker_memory": {"tcp://a:1": [(t, 1.5e9), (t + timedelta(seconds=1), math.nan)]},
+        },
+        "raw_chunk_metrics": [
+            {"dataset": "d", "accessed_branches": ["Muon_pt"], "error": None, "timing": {}}
+        ],
+        "nan": math.nan,
+        "-nan": -math.nan,
+        "inf": math.inf,
+        "-inf": -math.inf,
+        "-zero": -0.0,
+        "blob": b"\x00\xff",
+        "set": {1, "a"},
+        "$dollar": {"$tuple": [1]},
+        "empty": ({}, [], ()),
+        "naive": datetime(2026, 1, 1),
+        "unavailable": {"total_cores": "no worker sample"},
+    }
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal with NaN == NaN (its sign too), and exact types."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        if math.isnan(a):
+            return math.isnan(b) and math.copysign(1, a) == math.copysign(1, b)
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_measurement_round_trip(tmp_path: Path) -> None:
+    metrics = sample_metrics()
+    path = save_measurement(metrics, 100.25, 112.75, tmp_path, "m1", config={"k": (1, 2)})
+    assert path == tmp_path / "m1"
+    loaded, t0, t1 = load_measurement(path)
+    assert (t0, t1) == (100.25, 112.75)
+    assert same(loaded, metrics)
+    assert (path / "start_end_time.txt").read_text() == "100.25,112.75\n"
+    meta = load_metadata(path)
+    assert meta["schema_version"] == 1
+    assert meta["start_utc"] == "1970-01-01T00:01:40.250000+00:00"
+    assert {"python", "dask", "distributed", "coffea", "roastcoffea"} <= set(meta["versions"])
+    assert json.loads((path / "config.json").read_text()) == {"k": {"$tuple": [1, 2]}}
+    assert load_native(path) is None
+
+
+def test_measurement_default_name_is_utc_time(tmp_path: Path) -> None:
+    path = save_measurement({}, 1.0, 2.0, tmp_path)
+    assert path.parent == tmp_path and path.name.endswith("Z")
+    assert load_measurement(path) == ({}, 1.0, 2.0)
+
+
+def test_measurement_native_files(tmp_path: Path) -> None:
+    aggregator = _native.Aggregator(started=1.0)
+    aggregator.worker_seen("tcp://a:1", "w0", 2.0)
+    snap = save_measurement({}, 1.0, 2.0, tmp_path, "snap", native_state=aggregator.snapshot())
+    state = save_measurement({}, 1.0, 2.0, tmp_path, "state", native_state=aggregator.to_json())
+    assert (snap / "native_snapshot.msgpack").is_file()
+    assert (state / "native_state.json").is_file()
+    assert "tcp://a:1" in load_native(snap)["workers"]
+    assert "tcp://a:1" in load_native(state)["workers"]
+    (snap / "native_snapshot.msgpack").write_bytes(b"\x93garbage")
+    with pytest.raises(ValueError, match=r"native_snapshot\.msgpack"):
+        load_native(snap)
+    (state / "native_state.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"native_state\.json"):
+        load_native(state)
+
+
+def test_measurement_refuses_to_overwrite(tmp_path: Path) -> None:
+    first = save_measurement({"a": 1}, 1.0, 2.0, tmp_path, "m", native_state=b"\x80")
+    with pytest.raises(FileExistsError, match=str(first)):
+        save_measurement({"a": 2}, 1.0, 2.0, tmp_path, "m")
+    assert load_measurement(first)[0] == {"a": 1}
+    save_measurement({"a": 2}, 3.0, 4.0, tmp_path, "m", overwrite=True)
+    assert load_measurement(first) == ({"a": 2}, 3.0, 4.0)
+    assert not (first / "native_snapshot.msgpack").exists()  # stale files go too
+
+
+def test_measurement_refuses_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"metrics\['x'\]\[0\]: cannot save a value of type object"):
+        save_measurement({"x": [object()]}, 1.0, 2.0, tmp_path, "bad")
+    assert not (tmp_path / "bad").exists()
+    for name in ("a/b", "..", ""):
+        with pytest.raises(ValueError, match="measurement_name"):
+            save_measurement({}, 1.0, 2.0, tmp_path, name)
+    with pytest.raises(ValueError, match="t1"):
+        save_measurement({}, 2.0, 1.0, tmp_path, "times")
+    with pytest.raises(ValueError, match="t0"):
+        save_measurement({}, math.nan, 1.0, tmp_path, "times")
+    with pytest.raises(ValueError, match="may not replace"):
+        save_measurement({}, 1.0, 2.0, tmp_path, "meta", metadata={"t0": 5})
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    return save_measurement(sample_metrics(), 1.0, 2.0, tmp_path, "m")
+
+
+def test_load_missing_directory_and_files(saved: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load_measurement(saved.parent / "nowhere")
+    for name in ("metrics.json", "start_end_time.txt", "metadata.json"):
+        moved = saved / name
+        moved.rename(saved / "aside")
+        with pytest.raises(FileNotFoundError, match=name):
+            load_measurement(saved)
+        (saved / "aside").rename(moved)
+    assert load_measurement(saved)[1:] == (1.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "match"),
+    [
+        ("metrics.json", None, r"metrics\.json: truncated or not JSON"),
+        ("metrics.json", '{"format": "other", "version": 1}', "not a roastcoffea file"),
+        ("metrics.json", '{"format": "roastcoffea-metrics", "version": 9}', "newer roastcoffea"),
+        ("metrics.json", '{"format": "roastcoffea-metrics", "version": 1}', "'metrics' missing"),
+        (
+            "metrics.json",
+            '{"format": "roastcoffea-metrics", "version": 1, "metrics": {"a": {"$nope": 1}}}',
+            r"metrics\.json: metrics\['a'\]: unknown or malformed tag",
+        ),
+        ("metadata.json", "[1, 2]", r"metadata\.json: not a roastcoffea file"),
+        ("metadata.json", None, r"metadata\.json: truncated"),
+        ("start_end_time.txt", "1.0;2.0", "invalid timing format"),
+        ("start_end_time.txt", "1.0,3.0", "disagree"),
+    ],
+)
+def test_load_refuses_damaged_files(
+    saved: Path, name: str, content: str | None, match: str
+) -> None:
+    path = saved / name
+    if content is None:  # truncated
+        text = path.read_text()
+        content = text[: len(text) // 2]
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        load_measurement(saved)
+
+
+def test_load_a_roastcoffea_012_measurement(tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    metrics = {"elapsed_time_seconds": 3.0, "raw_span_metrics": {"('execute', 'P', 'a', 'u')": 1}}
+    (old / "metrics.json").write_text(json.dumps(metrics))
+    (old / "start_end_time.txt").write_text("10.5,13.5\n")
+    (old / "metadata.json").write_text(json.dumps({"format": "roastcoffea_measurement_v1"}))
+    assert load_measurement(old) == (metrics, 10.5, 13.5)
