@@ -1,4 +1,7 @@
-"""The demo's task functions: they run on the workers, so they import nothing heavy."""
+"""Small Dask task functions for the tests and benchmarks.
+
+They run on the workers, so they import nothing heavy.
+"""
 
 from __future__ import annotations
 
