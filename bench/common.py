@@ -1,0 +1,68 @@
+"""Small helpers shared by the benchmarks: robust summaries and plain-text tables.
+
+Every benchmark measures on a shared, noisy machine, so figures are medians over
+rounds with their spread (interquartile range), and comparisons are paired per round.
+Nothing here asserts on a timing.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+from collections.abc import Sequence
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Quantile with linear interpolation between order statistics (numpy's default)."""
+    if not values:
+        raise ValueError("quantile of no values")
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def iqr(values: Sequence[float], digits: int = 0) -> str:
+    """The interquartile range as text, e.g. '101-117'."""
+    return f"{quantile(values, 0.25):.{digits}f}-{quantile(values, 0.75):.{digits}f}"
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def machine() -> str:
+    """One line saying where the figures come from."""
+    import dask
+    import distributed
+
+    return (
+        f"{os.cpu_count()} cores ({platform.machine()}), Python {platform.python_version()}, "
+        f"dask {dask.__version__}, distributed {distributed.__version__}; "
+        "shared machine: compare ratios measured in the same run, not absolute times"
+    )
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table; the first column is left-aligned, the others right-aligned.
+
+    Short rows are padded with empty cells.
+    """
+    width = len(headers)
+    cells = [[str(h) for h in headers]]
+    cells += [[str(c) for c in row] + [""] * (width - len(row)) for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(width)]
+
+    def line(row: list[str]) -> str:
+        parts = [row[0].ljust(widths[0])]
+        parts += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule, *(line(row) for row in cells[1:])])

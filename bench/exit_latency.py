@@ -1,0 +1,202 @@
+"""Collector exit latency: ours against roastcoffea 0.1.2 from PyPI, same workload.
+
+What it measures: the time ``MetricsCollector.__exit__`` takes, from the last statement
+of the ``with`` block (after ``set_coffea_report`` and ``extract_metrics_from_output``,
+so both versions compute their metrics at exit) to the first statement after it. For
+ours that is the flush, the snapshot of the span, the chunk records and the metrics;
+for 0.1.2 its fixed ``time.sleep(0.5)``, the span query and the aggregation.
+
+How: a dijet + muon processor with ``@track_metrics`` and ``track_time`` sections (the
+API both versions share) runs with coffea ``Runner`` + ``DaskExecutor`` on synthetic
+NanoAOD files from ``roastcoffea.demo`` on a ``LocalCluster(n_workers=2,
+threads_per_worker=1, processes=True)``. Each version runs in its own Python process:
+ours with this interpreter, 0.1.2 with ``--rc012-python`` (a venv made with
+``python3 -m venv /tmp/rc012 && /tmp/rc012/bin/pip install --ignore-requires-python
+roastcoffea==0.1.2 coffea dask distributed``). The processes alternate (ours, 0.1.2,
+ours, 0.1.2), each with a warm-up run that is not counted. When the 0.1.2 venv is
+missing or its process fails, the reason is printed and only ours is measured. Target:
+ours <= 50 ms (median). Nothing is asserted; the script prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+from coffea import processor
+
+from roastcoffea import track_metrics, track_time  # whichever roastcoffea runs this file
+
+TARGET_MS = 50.0
+TREE = "Events"
+RESULT = "EXIT-LATENCY-RESULT "
+
+
+class Analysis(processor.ProcessorABC):
+    """Leading dijet mass and good-muon count, in two timed sections."""
+
+    @track_metrics
+    def process(self, events: Any) -> dict[str, Any]:
+        with track_time(self, "jets"):
+            jets = events.Jet[events.Jet.pt > 30]
+            dijets = jets[ak.num(jets) >= 2]
+            mjj = (dijets[:, 0] + dijets[:, 1]).mass
+        with track_time(self, "muons"):
+            muons = events.Muon[(events.Muon.pt > 15) & (abs(events.Muon.eta) < 2.4)]
+            n_muons = int(ak.sum(ak.num(muons)))
+        return {"events": len(events), "mjj_sum": float(ak.sum(mjj)), "muons": n_muons}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
+    """Run in one Python process: ``runs`` measured runs after a warm-up."""
+    from coffea.nanoevents import NanoAODSchema
+    from distributed import Client, LocalCluster
+
+    import roastcoffea
+    from roastcoffea import MetricsCollector
+
+    NanoAODSchema.warn_missing_crossrefs = False
+    fileset = {"synthetic": {"files": dict.fromkeys(files, TREE)}}
+    latencies: list[float] = []
+    summary: dict[str, Any] = {}
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        for i in range(runs + 1):
+            proc = Analysis()
+            runner = processor.Runner(
+                executor=processor.DaskExecutor(client=client, status=False),
+                schema=NanoAODSchema,
+                chunksize=chunksize,
+                savemetrics=True,
+            )
+            with MetricsCollector(client, processor_instance=proc) as mc:
+                output, report = runner(fileset, processor_instance=proc, treename=TREE)
+                mc.extract_metrics_from_output(output)
+                mc.set_coffea_report(report)
+                start = time.perf_counter()
+            latency = time.perf_counter() - start
+            if i > 0:
+                latencies.append(latency)
+            metrics = mc.get_metrics()
+            summary = {
+                "num_chunks": metrics.get("num_chunks"),
+                "total_events": metrics.get("total_events"),
+                "chunk_records": len(mc.chunk_metrics),
+            }
+    return {"version": roastcoffea.__version__, "latencies": latencies, **summary}
+
+
+def spawn(python: str, files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
+    """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
+    command = [python, str(Path(__file__).resolve()), "--child", "--runs", str(runs)]
+    command += ["--chunksize", str(chunksize), *files]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT) :])
+    tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+    return {"error": f"exit status {done.returncode}: " + "\n".join(tail)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=200_000, help="events in all files")
+    parser.add_argument("--files", type=int, default=2, help="number of files")
+    parser.add_argument("--chunksize", type=int, default=50_000, help="coffea chunk size")
+    parser.add_argument("--runs", type=int, default=10, help="measured runs per version")
+    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
+    parser.add_argument("--quick", action="store_true", help="100k events, 6 runs")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        result = child(args.paths, args.runs, args.chunksize)
+        print(RESULT + json.dumps(result), flush=True)
+        return 0
+
+    from common import machine, median, quantile, table, verdict
+
+    from roastcoffea.demo.nanoaod import ensure_files
+
+    if args.quick:
+        args.events, args.runs = 100_000, 6
+    data_dir = Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{args.events}x{args.files}"
+    files = [str(p) for p in ensure_files(data_dir, args.events, args.files)]
+    print(
+        f"collector exit latency: {args.events:,} events in {args.files} files, chunksize "
+        f"{args.chunksize:,}, {args.runs} runs per version; {machine()}"
+    )
+    halves = [math.ceil(args.runs / 2), args.runs // 2]
+    results: dict[str, dict[str, Any]] = {"ours": {"latencies": []}, "0.1.2": {"latencies": []}}
+    pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
+    if not Path(args.rc012_python).exists():
+        results["0.1.2"]["error"] = f"{args.rc012_python} not found (venv not made)"
+    for runs in halves:
+        for name, python in pythons.items():
+            if runs == 0 or "error" in results[name]:
+                continue
+            got = spawn(python, files, runs, args.chunksize)
+            if "error" in got:
+                results[name]["error"] = got["error"]
+                continue
+            results[name]["latencies"] += got.pop("latencies")
+            results[name].update(got)
+            print(f"  {name}: {runs} runs done", flush=True)
+
+    rows = []
+    for name, result in results.items():
+        ms = [x * 1e3 for x in result["latencies"]]
+        if not ms:
+            rows.append([name, result.get("version", "?"), 0, "-", "-", "-", "-"])
+            continue
+        rows.append(
+            [
+                name,
+                result["version"],
+                len(ms),
+                f"{median(ms):.1f}",
+                f"{quantile(ms, 0.9):.1f}",
+                f"{min(ms):.1f}",
+                f"{max(ms):.1f}",
+            ]
+        )
+    print()
+    print(table(["collector", "version", "runs", "median ms", "p90 ms", "min ms", "max ms"], rows))
+    for name, result in results.items():
+        if "error" in result:
+            print(f"\n{name}: not measured: {result['error']}")
+        elif result["latencies"]:
+            print(
+                f"{name}: {result['num_chunks']} chunks, {result['total_events']:,} events, "
+                f"{result['chunk_records']} chunk records in the collector"
+            )
+    ours = results["ours"]["latencies"]
+    if ours:
+        ours_ms = median(ours) * 1e3
+        print(
+            f"\nours: median {ours_ms:.1f} ms, target <= {TARGET_MS:.0f} ms: "
+            f"{verdict(ours_ms <= TARGET_MS)}"
+        )
+        theirs = results["0.1.2"]["latencies"]
+        if theirs:
+            print(f"0.1.2 / ours: {median(theirs) / median(ours):.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
