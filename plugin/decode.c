@@ -80,3 +80,26 @@ PyObject *roastpy_state_from_json(PyObject *module, PyObject *text)
     roast_agg_free(agg);
     return dict;
 }
+
+PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data)
+{
+    (void)module;
+    Py_buffer view;
+    if (bytes_arg(data, &view) < 0)
+        return NULL;
+    roast_agg *agg = NULL;
+    double taken_at = 0;
+    char err[256] = "";
+    roast_status st =
+        roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg, &taken_at, err, sizeof err);
+    PyBuffer_Release(&view);
+    if (st != ROAST_OK)
+        return roastpy_raise(st, err);
+    char *json = roast_store_to_json(agg);
+    roast_agg_free(agg);
+    if (!json)
+        return PyErr_NoMemory();
+    PyObject *text = PyUnicode_FromString(json);
+    free(json);
+    return text;
+}

@@ -289,6 +289,9 @@ static PyMethodDef module_methods[] = {
     {"state_from_json", mod_state_from_json, METH_O,
      "state_from_json(text: str | bytes) -> dict\n\nA native state file as snapshot data; "
      "ValueError when malformed."},
+    {"snapshot_to_state_json", roastpy_snapshot_to_state_json, METH_O,
+     "snapshot_to_state_json(data: bytes) -> str\n\nThe native state file text of a snapshot "
+     "(what a saved measurement keeps); ValueError when malformed."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,6 +23,7 @@ from coffea.nanoevents import NanoAODSchema
 from distributed import Client
 
 from roastcoffea import MetricsCollector, load_measurement, track_metrics, track_time
+from roastcoffea.measurement import load_native
 
 # Workers import roastcoffea but not this test module: ship the processors by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -219,8 +220,11 @@ def test_save_and_load_restore_the_metrics(runs: dict[str, Any], tmp_path: Path)
         "metrics.json",
         "metadata.json",
         "start_end_time.txt",
-        "native_snapshot.msgpack",
+        "native_state.json",
     }
+    native = load_native(path)
+    for table in ("workers", "tasks", "digests", "spans", "records", "series", "counters"):
+        assert native[table] == mc.snapshot[table], table
     with pytest.raises(FileExistsError, match="run-a"):
         mc.save_measurement(tmp_path, "run-a")
 

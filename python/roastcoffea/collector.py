@@ -628,7 +628,7 @@ class MetricsCollector(AbstractContextManager):
         measurement_name: str | None = None,
         overwrite: bool = False,
     ) -> Path:
-        """Save the metrics, the native snapshot and the metadata.
+        """Save the metrics, the native state file of the span and the metadata.
 
         Parameters
         ----------
@@ -667,7 +667,11 @@ class MetricsCollector(AbstractContextManager):
             self.t_end,
             output_dir,
             measurement_name,
-            native_state=self.snapshot_bytes,
+            native_state=(
+                None
+                if self.snapshot_bytes is None
+                else _native.snapshot_to_state_json(self.snapshot_bytes)
+            ),
             metadata=metadata,
             overwrite=overwrite,
         )
