@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +101,19 @@ def collect(
 
 
 @pytest.fixture(scope="module")
-def runs(client: Client, shared_data: Path) -> dict[str, Any]:
+def runs(client: Client, shared_data: Path) -> Iterator[dict[str, Any]]:
+    # The shared CMS files predate some cross-references; restore the class-wide
+    # setting afterwards so other modules see coffea's default.
+    warn = NanoAODSchema.warn_missing_crossrefs
     NanoAODSchema.warn_missing_crossrefs = False
-    items = list(runner(client, 1).preprocess(fileset(shared_data), treename=TREE))
-    out: dict[str, Any] = {"items": items}
-    for name, compression in (("A", 1), ("B", 1), ("C", None)):
-        out[name] = collect(client, shared_data, compression)
-    return out
+    try:
+        items = list(runner(client, 1).preprocess(fileset(shared_data), treename=TREE))
+        out: dict[str, Any] = {"items": items}
+        for name, compression in (("A", 1), ("B", 1), ("C", None)):
+            out[name] = collect(client, shared_data, compression)
+    finally:
+        NanoAODSchema.warn_missing_crossrefs = warn
+    yield out
 
 
 def chunk_keys(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
