@@ -2,8 +2,9 @@
 
 What it measures: 20,000 trivial tasks (`client.map(inc, range(n), pure=False)`, then
 `client.gather`) on `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`,
-with and without roastcoffea's plugin pair. The workload is dominated by the scheduler
-(~6 transitions per task), the worst case for a transition hook. Two walls per run:
+with and without roastcoffea's plugin pair. The workload is nothing but per-task
+overhead (~6 scheduler transitions, messages, worker bookkeeping per task), the worst
+case for per-task hooks. Two walls per run:
 map -> gather (what the user waits for) and map -> forgotten (until the scheduler has
 released and forgotten every task, so all 6 transitions per task are inside).
 
@@ -13,27 +14,33 @@ also installs `RoastWorkerPlugin` on the workers and starts the sampler; "withou
 `roastcoffea.plugin.stop(client)`, which stops the sampler, removes the handlers, the
 worker plugin and the scheduler plugin itself, so nothing of roastcoffea is left on the
 scheduler (checked after every toggle: not in `scheduler.plugins`) or on the workers
-(checked: no `worker.metrics["roastcoffea"]`). One cluster, rather
-than two clusters side by side, keeps the same processes, memory and scheduler state for
-both arms, and no idle second cluster competes for the two cores. Runs alternate in
+(checked: no `worker.metrics["roastcoffea"]`). One cluster, rather than two clusters
+side by side, keeps the same processes, memory and scheduler state for both arms, and no
+idle second cluster competes for the two cores. Runs alternate in
 ABBA order (with, without, without, with, ...), after one unrecorded warm-up run of each
 arm; before each run the scheduler is idle (no tasks) and the client has collected
 garbage. After each "with" run, outside the timing, a snapshot checks that the plugin
 counted every task. Each run also records the CPU seconds of the process hosting the
 scheduler (and the client: LocalCluster runs the scheduler in this process) and of the
 workers, read with `os.times()` before and after the run, to show where any overhead
-goes. Ratios are with/without per adjacent pair, summarized by median and interquartile
-range. Target: ratio <= 1.03. Nothing is asserted; the script prints
-figures.
+goes. Finally one more "with" run is profiled (cProfile on the event-loop threads of the
+scheduler and of the workers), and the share of the profiled time spent in
+roastcoffea's own functions is printed: a direct measure of the plugin's work that other
+jobs on the machine do not blur (the CPython call into the hook is charged to Dask's
+caller, see bench/hook_cost.py for that part). Ratios are with/without per adjacent
+pair, summarized by median and interquartile range. Target: ratio <= 1.03. Nothing is
+asserted; the script prints figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import logging
 import os
+import pstats
 import sys
 import time
 
@@ -58,6 +65,44 @@ def _scheduler_plugins(dask_scheduler) -> list[str]:
 
 def _has_roast_metrics(dask_worker) -> bool:
     return "roastcoffea" in dask_worker.metrics
+
+
+def _profile_start(dask_scheduler=None, dask_worker=None) -> None:
+    server = dask_scheduler if dask_scheduler is not None else dask_worker
+    server._roast_bench_profile = cProfile.Profile()
+    server._roast_bench_profile.enable()
+
+
+def _profile_stop(dask_scheduler=None, dask_worker=None) -> tuple[float, float, int]:
+    """(seconds in roastcoffea's own functions, profiled seconds, hook calls) in this thread."""
+    server = dask_scheduler if dask_scheduler is not None else dask_worker
+    profile = server._roast_bench_profile
+    profile.disable()
+    del server._roast_bench_profile
+    ours = total = 0.0
+    hook_calls = 0
+    for (file, _line, name), (_cc, calls, tottime, _ct, _callers) in pstats.Stats(
+        profile
+    ).stats.items():
+        total += tottime
+        if "roastcoffea" in file or "roastcoffea" in name:
+            ours += tottime
+            hook_calls += calls if "transition" in name else 0
+    return ours, total, hook_calls
+
+
+def profile_share(client: Client, n: int) -> tuple[tuple[float, float, int], list]:
+    """One run with the plugin on and cProfile on the event-loop threads of the scheduler
+    and of every worker: roastcoffea's share of the profiled time on each."""
+    client.run_on_scheduler(_wait_forgotten)
+    client.run_on_scheduler(_profile_start)
+    client.run(_profile_start)
+    futures = client.map(inc, range(n), pure=False)
+    client.gather(futures)
+    del futures
+    client.run_on_scheduler(_wait_forgotten)
+    workers = list(client.run(_profile_stop).values())
+    return client.run_on_scheduler(_profile_stop), workers
 
 
 class Toggle:
@@ -157,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # warm-up
             walls[on].append(wall)
             counted_ok += counted == n
+        toggle.set(True)
+        profiled = profile_share(client, n)
         toggle.set(False)
 
     # Ratios per adjacent pair of the ABBA order (one run of each arm per pair).
@@ -212,6 +259,15 @@ def main(argv: list[str] | None = None) -> int:
     print(table(["with / without, paired", "median", "IQR", "target", ""], rows))
     print()
     print(f"plugin counted every task in {counted_ok} of {runs} 'with' runs")
+    (ours, total, hooks), workers = profiled
+    worker_ours = sum(w[0] for w in workers)
+    worker_total = sum(w[1] for w in workers)
+    print(
+        f"one more 'with' run under cProfile: roastcoffea's own functions took "
+        f"{100 * ours / total:.2f}% of the scheduler thread's profiled time "
+        f"({hooks:,} transition hook calls) and {100 * worker_ours / worker_total:.2f}% "
+        "of the workers' event-loop threads (cProfile inflates every call alike)"
+    )
     return 0
 
 
