@@ -111,7 +111,7 @@ def holds_work_item(obj: Any, depth: int = SCAN_DEPTH) -> bool:
 
 
 def _task_times(ts: Any) -> tuple[float, float] | None:
-    """Start and stop of the task's last "compute" (worker clock), if any."""
+    """Start and stop of the task's last "compute" (scheduler clock), if any."""
     for entry in reversed(ts.startstops):
         if entry.get("action") == "compute":
             return float(entry["start"]), float(entry["stop"])
@@ -336,6 +336,13 @@ class RoastWorkerPlugin(WorkerPlugin):
         None when that end was not observed (the fields are then None).
         """
         unavailable = record.setdefault("unavailable", {})
+        # Dask keeps a task's startstops on the scheduler's clock (worker time plus
+        # scheduler_delay); put the record's wall-clock times on that clock too, so
+        # chunks, tasks and the worker series of a measurement share one clock.
+        delay = getattr(self._worker, "scheduler_delay", 0.0)
+        for field in ("t_start", "t_end", "timestamp"):
+            if isinstance(record.get(field), float):
+                record[field] += delay
         times = None if ts is None else _task_times(ts)
         if times is None:
             reason = (
