@@ -246,18 +246,12 @@ def format_prefix_table(metrics: dict[str, Any]) -> Table | None:
     if not isinstance(per_prefix, dict) or not per_prefix:
         return None
     table = Table(title="Fine Metrics per Task Prefix", header_style="bold cyan")
-    for name in ("Prefix", "Role", "Tasks", "Erred", "Compute", "Thread CPU", "Thread Non-CPU"):
-        table.add_column(name, justify="left" if name in ("Prefix", "Role") else "right")
+    for name in ("Prefix", "Role"):
+        table.add_column(name, justify="left")
+    _add_task_columns(table)
     for prefix, row in per_prefix.items():
-        table.add_row(
-            str(prefix),
-            "processor" if row.get("processor") else "overhead",
-            _count(_or_zero(row.get("tasks"))),
-            _count(_or_zero(row.get("erred"))),
-            format_time(_or_zero(row.get("compute_s"))),
-            format_time(_or_zero(row.get("thread_cpu_seconds"))),
-            format_time(_or_zero(row.get("thread_noncpu_seconds"))),
-        )
+        role = "processor" if row.get("processor") else "overhead"
+        table.add_row(str(prefix), role, *_task_cells(row))
     return table
 
 
@@ -268,21 +262,34 @@ def format_worker_table(metrics: dict[str, Any]) -> Table | None:
         return None
     lost = {w.get("address") for w in metrics.get("lost_workers") or () if isinstance(w, dict)}
     table = Table(title="Fine Metrics per Worker", header_style="bold cyan")
-    for name in ("Worker", "Tasks", "Erred", "Compute", "Thread CPU", "Thread Non-CPU"):
-        table.add_column(name, justify="left" if name == "Worker" else "right")
+    table.add_column("Worker", justify="left")
+    _add_task_columns(table)
     for i, (worker, row) in enumerate(per_worker.items()):
         if i == MAX_ROWS:
-            table.add_row(f"... {len(per_worker) - MAX_ROWS} more", *[""] * 5)
+            table.add_row(f"... {len(per_worker) - MAX_ROWS} more", *[""] * len(TASK_COLUMNS))
             break
-        table.add_row(
-            f"{worker} [red](lost)[/red]" if worker in lost else str(worker),
-            _count(_or_zero(row.get("tasks"))),
-            _count(_or_zero(row.get("erred"))),
-            format_time(_or_zero(row.get("compute_s"))),
-            format_time(_or_zero(row.get("thread_cpu_seconds"))),
-            format_time(_or_zero(row.get("thread_noncpu_seconds"))),
-        )
+        name = f"{worker} [red](lost)[/red]" if worker in lost else str(worker)
+        table.add_row(name, *_task_cells(row))
     return table
+
+
+#: Columns of a row of task statistics and digests (per prefix, per worker).
+TASK_COLUMNS = ("Tasks", "Erred", "Compute", "Thread CPU", "Thread Non-CPU")
+
+
+def _add_task_columns(table: Table) -> None:
+    for name in TASK_COLUMNS:
+        table.add_column(name, justify="right")
+
+
+def _task_cells(row: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        _count(_or_zero(row.get("tasks"))),
+        _count(_or_zero(row.get("erred"))),
+        format_time(_or_zero(row.get("compute_s"))),
+        format_time(_or_zero(row.get("thread_cpu_seconds"))),
+        format_time(_or_zero(row.get("thread_noncpu_seconds"))),
+    )
 
 
 def format_chunk_metrics_table(metrics: dict[str, Any]) -> Table:
