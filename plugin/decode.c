@@ -16,20 +16,32 @@ static int bytes_arg(PyObject *data, Py_buffer *view)
     return PyObject_GetBuffer(data, view, PyBUF_SIMPLE);
 }
 
-PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data)
+/* Rebuilds the aggregator of snapshot bytes (the caller frees it), or sets
+ * an exception and returns NULL. */
+static roast_agg *snapshot_arg(PyObject *data, double *taken_at)
 {
-    (void)module;
     Py_buffer view;
     if (bytes_arg(data, &view) < 0)
         return NULL;
     roast_agg *agg = NULL;
-    double taken_at = 0;
     char err[256] = "";
     roast_status st =
-        roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg, &taken_at, err, sizeof err);
+        roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg, taken_at, err, sizeof err);
     PyBuffer_Release(&view);
-    if (st != ROAST_OK)
-        return roastpy_raise(st, err);
+    if (st != ROAST_OK) {
+        roastpy_raise(st, err);
+        return NULL;
+    }
+    return agg;
+}
+
+PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data)
+{
+    (void)module;
+    double taken_at = 0;
+    roast_agg *agg = snapshot_arg(data, &taken_at);
+    if (!agg)
+        return NULL;
     PyObject *dict = roastpy_agg_to_dict(agg, taken_at);
     roast_agg_free(agg);
     return dict;
@@ -84,17 +96,10 @@ PyObject *roastpy_state_from_json(PyObject *module, PyObject *text)
 PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data)
 {
     (void)module;
-    Py_buffer view;
-    if (bytes_arg(data, &view) < 0)
-        return NULL;
-    roast_agg *agg = NULL;
     double taken_at = 0;
-    char err[256] = "";
-    roast_status st =
-        roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg, &taken_at, err, sizeof err);
-    PyBuffer_Release(&view);
-    if (st != ROAST_OK)
-        return roastpy_raise(st, err);
+    roast_agg *agg = snapshot_arg(data, &taken_at);
+    if (!agg)
+        return NULL;
     char *json = roast_store_to_json(agg);
     roast_agg_free(agg);
     if (!json)
