@@ -25,6 +25,7 @@ from distributed import Client
 
 from roastcoffea import (
     BaseInstrumentationContext,
+    RoastPlugin,
     track_bytes,
     track_memory,
     track_metrics,
@@ -267,3 +268,34 @@ def test_failed_chunks_send_error_records_and_raise(roast: Client, shared_data: 
         assert chunk["timing"] == {} and chunk["section_counts"]["timing"] == {}
     assert all(c["dataset"] == "dy" for c in chunks if c["error"] is None)
     assert prefixes == {"TrackedProcessor"}
+
+
+class ClockShiftingProcessor(processor.ProcessorABC):
+    """Moves the worker's scheduler_delay mid-chunk, as a heartbeat may."""
+
+    @track_metrics
+    def process(self, events: Any) -> dict[str, int]:
+        distributed.get_worker().scheduler_delay += 30.0
+        return {"events": len(events)}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+def test_chunk_times_use_the_clock_offset_of_their_task(
+    make_cluster: Any, shared_data: Path
+) -> None:
+    # Dask stamps a task with the scheduler_delay read at submission; a heartbeat
+    # changing it during the task must not move the chunk outside its task.
+    _, client = make_cluster(n_workers=1)
+    client.register_plugin(RoastPlugin())
+    run = runner(client, 1)
+    files = {"dy": {"files": {str(shared_data / "nano_dy.root"): "Events"}}}
+    with distributed.span("clock-shift") as span_id:
+        items = list(run.preprocess(files, treename="Events"))[:2]
+        run(items, ClockShiftingProcessor(), treename="Events")
+    chunks, _ = span_records(client, span_id)
+    assert len(chunks) == 2
+    for chunk in chunks:
+        assert chunk["task_start"] - CLOCK_SLACK <= chunk["t_start"]
+        assert chunk["t_end"] <= chunk["task_end"] + CLOCK_SLACK

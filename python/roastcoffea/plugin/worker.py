@@ -169,6 +169,8 @@ class RoastWorkerPlugin(WorkerPlugin):
         # the (prefix, span) pairs whose prefix record was sent.
         self._classified: dict[tuple[str, str | None, type | None], bool] = {}
         self._announced: set[tuple[str, str | None]] = set()
+        # Event loop only: the scheduler_delay each running task was submitted with.
+        self._clock_delays: dict[Any, float] = {}
         self.counters: dict[str, int] = dict.fromkeys(
             (
                 "chunks",
@@ -206,6 +208,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             self._pending.clear()
         self._classified.clear()
         self._announced.clear()
+        self._clock_delays.clear()
         self._tracker = None
         self._worker = None
 
@@ -231,14 +234,18 @@ class RoastWorkerPlugin(WorkerPlugin):
         """
         try:
             if finish == "executing":
+                # Worker.execute reads the delay in this loop tick, with no await
+                # before it hands the task to its thread.
+                self._clock_delays[key] = self._worker.scheduler_delay
                 self._announce(key)
-            elif self._pending and key in self._pending:
+            elif key in self._clock_delays:
                 ts = self._worker.state.tasks.get(key)
                 if ts is None or ts.state not in RUNNING_STATES:
+                    delay = self._clock_delays.pop(key)
                     with self._lock:
                         entries = self._pending.pop(key, ())
                     for record, source, own_bytes in entries:
-                        self._complete(record, ts, source, own_bytes)
+                        self._complete(record, ts, source, own_bytes, delay)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
@@ -315,7 +322,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             record["span"] = None if ts is None else ts.span_id
             self._count("chunks")
             if ts is None or ts.state not in RUNNING_STATES:
-                self._complete(record, None, None, own_bytes)
+                self._complete(record, None, None, own_bytes, None)
                 return
             evicted: list[tuple[dict[str, Any], Any, int]] = []
             with self._lock:
@@ -324,22 +331,27 @@ class RoastWorkerPlugin(WorkerPlugin):
                     evicted = self._pending.pop(next(iter(self._pending)))
             for old, _, old_own in evicted:
                 self._count("pending_overflow")
-                self._complete(old, None, None, old_own)
+                self._complete(old, None, None, old_own, None)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
 
-    def _complete(self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int) -> None:
+    def _complete(
+        self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None
+    ) -> None:
         """Fill the task fields of a chunk record and queue it.
 
         ``ts`` is the worker's task state after the task left "executing", or
         None when that end was not observed (the fields are then None).
+        ``delay`` is the scheduler_delay the task was submitted with, if known.
         """
         unavailable = record.setdefault("unavailable", {})
-        # Dask keeps a task's startstops on the scheduler's clock (worker time plus
-        # scheduler_delay); put the record's wall-clock times on that clock too, so
+        # Dask keeps a task's startstops on the scheduler's clock: worker time plus
+        # the scheduler_delay of the task's submission (heartbeats change it while
+        # the task runs). The record's wall-clock times move by the same amount, so
         # chunks, tasks and the worker series of a measurement share one clock.
-        delay = getattr(self._worker, "scheduler_delay", 0.0)
+        if delay is None:
+            delay = getattr(self._worker, "scheduler_delay", 0.0)
         for field in ("t_start", "t_end", "timestamp"):
             if isinstance(record.get(field), float):
                 record[field] += delay
