@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from distributed import Client, LocalCluster
+from measured_run import Measured, measure
 
 from roastcoffea import RoastPlugin
 
@@ -76,3 +77,11 @@ def make_cluster() -> Iterator[Callable[..., tuple[LocalCluster, Client]]]:
     for own, own_client in reversed(made):
         own_client.close()
         own.close()
+
+
+@pytest.fixture(scope="session")
+def measured(
+    client: Client, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Measured:
+    """A real coffea run measured by a MetricsCollector and saved (see measured_run)."""
+    return measure(client, shared_data, tmp_path_factory.mktemp("measurements"))

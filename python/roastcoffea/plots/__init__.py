@@ -1,0 +1,1 @@
+"""Figures of a measurement: every function returns ``(fig, ax)``."""
