@@ -68,6 +68,23 @@ def test_compression_ratio_of_what_was_read() -> None:
     assert m["bytes_read_uncompressed"] == 39000 + 10**6
 
 
+def test_compression_ratio_leaves_out_embedded_baskets() -> None:
+    # Baskets embedded in the TTree metadata (as in the shared 2015 ttbar file) have
+    # no compressed size: 0 in accessed_bytes, so they must not count below the line.
+    mixed = chunk(accessed_bytes=300, accessed_uncompressed_bytes=1700, accessed_embedded_bytes=700)
+    m = metrics_of(chunks=[mixed])
+    assert close(m["compression_ratio"], 300 / 1000)
+    assert close(m["file_read_metrics"]["/data/a.root"]["compression_ratio"], 300 / 1000)
+    only = chunk(accessed_bytes=0, accessed_uncompressed_bytes=900, accessed_embedded_bytes=900)
+    m = metrics_of(chunks=[only])
+    assert m["compression_ratio"] is None
+    assert m["unavailable"]["compression_ratio"] == (
+        "the uncompressed size of the accessed baskets stored outside the TTree metadata is 0"
+    )
+    assert m["file_read_metrics"]["/data/a.root"]["compression_ratio"] is None
+    assert m["compression_ratios"] == []
+
+
 def test_compression_ratio_unavailable() -> None:
     why = {"accessed_uncompressed_bytes": "the entry range holds no baskets"}
     lost = chunk(accessed_bytes=None, accessed_uncompressed_bytes=None, unavailable=why)

@@ -570,6 +570,7 @@ class _Measure:
             "branches_read_percent",
             "accessed_bytes",
             "accessed_uncompressed_bytes",
+            "accessed_embedded_bytes",
             "bytes_read_percent",
         )
         for key in (*branch_keys, "file_metadata"):
@@ -602,6 +603,7 @@ class _Measure:
             record["accessed_uncompressed_bytes"] = embedded + _uncompressed_from_keys(
                 source, normal
             )
+            record["accessed_embedded_bytes"] = embedded
             if in_range > 0:
                 record["bytes_read_percent"] = 100.0 * accessed / in_range
             else:

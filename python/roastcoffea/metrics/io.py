@@ -78,7 +78,12 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
 
 
 def accessed_sizes(chunks: list[dict[str, Any]]) -> tuple[float, float] | None:
-    """(Σ accessed_bytes, Σ accessed_uncompressed_bytes) over chunks that have both, or None."""
+    """Compressed and uncompressed bytes of the stored baskets the chunks read.
+
+    ``(Σ accessed_bytes, Σ accessed_uncompressed_bytes - accessed_embedded_bytes)`` over
+    the chunks that have both sizes, or None. Baskets embedded in the TTree's own
+    metadata have no compressed size of their own, so they are left out of both sides.
+    """
     both = [
         c
         for c in chunks
@@ -88,7 +93,9 @@ def accessed_sizes(chunks: list[dict[str, Any]]) -> tuple[float, float] | None:
         return None
     return (
         sum(c["accessed_bytes"] for c in both),
-        sum(c["accessed_uncompressed_bytes"] for c in both),
+        sum(
+            c["accessed_uncompressed_bytes"] - (c.get("accessed_embedded_bytes") or 0) for c in both
+        ),
     )
 
 
@@ -100,7 +107,7 @@ def _put_compression_ratio(chunks: list[dict[str, Any]], out: Metrics) -> None:
         out.missing("compression_ratio", f"no chunk record has both accessed sizes: {why}")
         return
     compressed, uncompressed = sizes
-    what = "the uncompressed size of the accessed baskets"
+    what = "the uncompressed size of the accessed baskets stored outside the TTree metadata"
     out.derive("compression_ratio", lambda: divide(compressed, uncompressed, what))
 
 
