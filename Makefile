@@ -8,13 +8,15 @@ PYTHON     ?= python3
 VENV       := .venv
 VPY        := $(VENV)/bin/python
 DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
+# The HTML report test renders the report in a headless browser.
+TEST_DEB_PKGS := chromium
 CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
 
 NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] native/include/roast/*.h plugin/*.[ch])
 
-.PHONY: demo test ctest pytest lint deps fuzz bench clean
+.PHONY: demo test ctest pytest lint deps test-deps fuzz bench clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
@@ -22,8 +24,8 @@ demo: $(VENV)/.installed
 test: ctest pytest lint
 
 # System packages: install only what dpkg says is missing.
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -32,8 +34,15 @@ deps:
 	    echo "run: sudo apt-get install -y$$missing   (then re-run make)"; exit 1; \
 	  fi; \
 	  echo "installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PKGS))
+
+test-deps: deps
+	$(call install_missing,$(TEST_DEB_PKGS))
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +59,7 @@ ctest: deps
 	cmake --build $(CTEST_DIR) -j2
 	ctest --test-dir $(CTEST_DIR) --output-on-failure
 
-pytest: $(VENV)/.installed
+pytest: $(VENV)/.installed test-deps
 	$(VPY) -m pytest
 
 lint: $(VENV)/.installed
