@@ -43,16 +43,22 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    # The figures (roastcoffea.plots and its plot_* functions) pull in matplotlib.
+    if name == "plots":
+        return import_module("roastcoffea.plots")
+    module = "roastcoffea.plots" if name.startswith("plot_") else _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'roastcoffea' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    try:
+        value = getattr(import_module(module), name)
+    except AttributeError:
+        raise AttributeError(f"module 'roastcoffea' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"plots"})
 
 
 __all__ = [

@@ -1,0 +1,221 @@
+"""Worker time series as the legacy plots draw them (private to the plot modules).
+
+``tracking_data`` holds, per series, ``{worker: [(datetime, value | None), ...]}``.
+The helpers here turn that into arrays, drop the values a worker did not report
+(None or NaN), and reduce across workers per sample instant. The sampler samples
+every worker at the same instants, so grouping by timestamp is exact and costs
+one sort (``np.unique``), never a pairwise match of timestamps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from roastcoffea.plots._common import (
+    COLORS,
+    new_figure,
+    require,
+    require_key,
+    time_axis,
+    to_datetime,
+)
+
+#: ``{worker: (sample datetimes, values)}``, workers in address order.
+WorkerSeries = dict[str, tuple[list[dt.datetime], np.ndarray]]
+
+
+def _reported(points: Any) -> tuple[list[dt.datetime], np.ndarray]:
+    """The points of one worker whose value was reported (not None, finite)."""
+    kept = [
+        (to_datetime(t), float(v)) for t, v in points if v is not None and math.isfinite(float(v))
+    ]
+    return [t for t, _ in kept], np.array([v for _, v in kept], dtype=float)
+
+
+def worker_series(tracking_data: Mapping[str, Any] | None, key: str) -> WorkerSeries:
+    """``tracking_data[key]`` per worker, unreported values dropped.
+
+    Raises ValueError naming ``key`` when the series is absent or no worker
+    reported a single value.
+    """
+    series = require_key(tracking_data, key, "tracking_data")
+    out: WorkerSeries = {}
+    for worker in sorted(series, key=str):
+        times, values = _reported(series[worker])
+        if len(times):
+            out[str(worker)] = (times, values)
+    if not out:
+        raise ValueError(f"tracking_data[{key!r}] has no reported value to plot")
+    return out
+
+
+def memory_percent(tracking_data: Mapping[str, Any] | None) -> WorkerSeries:
+    """Per worker, memory as a percentage of its memory limit at each sample.
+
+    Memory and limit are paired by sample time. A sample whose limit is 0
+    (Dask's "no limit") or unreported has no percentage and is left out.
+    """
+    memory = worker_series(tracking_data, "worker_memory")
+    limits = worker_series(tracking_data, "worker_memory_limit")
+    out: WorkerSeries = {}
+    for worker, (times, values) in memory.items():
+        limit_times, limit_values = limits.get(worker, ([], np.empty(0)))
+        limit_at = dict(zip(limit_times, limit_values, strict=True))
+        kept = [
+            (t, 100.0 * v / limit_at[t])
+            for t, v in zip(times, values, strict=True)
+            if limit_at.get(t, 0) > 0
+        ]
+        if kept:
+            out[worker] = ([t for t, _ in kept], np.array([p for _, p in kept]))
+    if not out:
+        raise ValueError(
+            "tracking_data has no sample with both 'worker_memory' and a positive "
+            "'worker_memory_limit' (workers without a memory limit have no utilization)"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class InstantStats:
+    """Reductions across workers at each sample instant, in time order."""
+
+    times: list[dt.datetime]
+    total: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def across_workers(series: WorkerSeries) -> InstantStats:
+    """Sum, mean, min and max over the workers that reported at each instant."""
+    all_times = [t for times, _ in series.values() for t in times]
+    stamps = np.array([t.timestamp() for t in all_times])
+    values = np.concatenate([values for _, values in series.values()])
+    instants, first, slot = np.unique(stamps, return_index=True, return_inverse=True)
+    total = np.zeros(len(instants))
+    count = np.zeros(len(instants))
+    low = np.full(len(instants), np.inf)
+    high = np.full(len(instants), -np.inf)
+    np.add.at(total, slot, values)
+    np.add.at(count, slot, 1)
+    np.minimum.at(low, slot, values)
+    np.maximum.at(high, slot, values)
+    return InstantStats([all_times[i] for i in first], total, total / count, low, high)
+
+
+def draw_per_worker(
+    ax: Axes, series: WorkerSeries, max_legend_entries: int, ylabel: str, title: str
+) -> None:
+    """One line per worker (labelled with its address) on a UTC time axis.
+
+    A legend when there are at most ``max_legend_entries`` workers, else a note
+    with the number of workers.
+    """
+    for worker, (times, values) in series.items():
+        ax.plot(times, values, linewidth=1.2, alpha=0.85, label=worker)
+    time_axis(ax, ylabel, title)
+    if len(series) <= max_legend_entries:
+        ax.legend(title="worker", loc="best", fontsize="small")
+    else:
+        note_workers(ax, len(series))
+
+
+def per_worker_figure(
+    tracking_data: Mapping[str, Any] | None,
+    key: str,
+    ylabel: str,
+    title: str,
+    figsize: tuple[float, float],
+    max_legend_entries: int,
+) -> tuple[Figure, Axes, WorkerSeries]:
+    """A figure of ``tracking_data[key]``, one line per worker, and the series drawn."""
+    series = worker_series(tracking_data, key)
+    fig, ax = new_figure(figsize)
+    draw_per_worker(ax, series, max_legend_entries, ylabel, title)
+    ax.set_ylim(bottom=0)
+    return fig, ax, series
+
+
+def note_workers(ax: Axes, count: int) -> None:
+    """Write "N workers" in the top left corner of ``ax``."""
+    ax.text(
+        0.01,
+        0.98,
+        f"{count} workers",
+        transform=ax.transAxes,
+        va="top",
+        bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
+    )
+
+
+def draw_band(ax: Axes, stats: InstantStats, color: str, label: str) -> None:
+    """The mean across workers as a line, with the min-max range as a band."""
+    ax.fill_between(stats.times, stats.low, stats.high, color=color, alpha=0.25, label="min-max")
+    ax.plot(stats.times, stats.mean, color=color, linewidth=1.8, label=label)
+
+
+def percent_ylim(ax: Axes, peak: float) -> None:
+    """0 to 100 %, raised to show values above 100 % instead of clipping them."""
+    ax.set_ylim(0, max(100.0, 1.05 * peak))
+
+
+def peak_of(series: WorkerSeries) -> float:
+    """The largest value of any worker."""
+    return max(float(values.max()) for _, values in series.values())
+
+
+def byte_unit(peak: float) -> tuple[float, str]:
+    """A decimal byte unit suited to values up to ``peak``: (divisor, name)."""
+    for factor, name in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if peak >= factor:
+            return factor, name
+    return 1.0, "bytes"
+
+
+def chunk_records(chunk_metrics: Any) -> list[Mapping[str, Any]]:
+    """The chunk records (``metrics["raw_chunk_metrics"]``), or ValueError when there are none."""
+    require(chunk_metrics, "chunk records (metrics['raw_chunk_metrics'])")
+    if isinstance(chunk_metrics, Mapping):
+        raise ValueError(
+            "chunk_metrics must be the list of chunk records "
+            "(metrics['raw_chunk_metrics']), not a mapping"
+        )
+    return list(chunk_metrics)
+
+
+def successful(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records of chunks that did not fail (no ``error``)."""
+    return [r for r in records if not r.get("error")]
+
+
+def has_number(record: Mapping[str, Any], field: str) -> bool:
+    """Whether ``record[field]`` is a finite number (not None, not NaN)."""
+    value = record.get(field)
+    return isinstance(value, Real) and math.isfinite(value)
+
+
+def draw_distribution(ax: Axes, values: np.ndarray, bins: int, unit: str) -> None:
+    """Histogram of ``values`` with their mean (red) and median (green) as lines."""
+    ax.hist(values, bins=bins, color=COLORS[0], alpha=0.7, edgecolor="black", label="count")
+    mean, median = float(np.mean(values)), float(np.median(values))
+    ax.axvline(mean, color="red", linestyle="--", linewidth=2, label=f"mean {mean:.3g}{unit}")
+    ax.axvline(
+        median, color="green", linestyle="--", linewidth=2, label=f"median {median:.3g}{unit}"
+    )
+    ax.legend(fontsize="small")
+    ax.grid(True, alpha=0.3, axis="y")
+
+
+def in_start_order(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``records`` sorted by ``t_start`` (records without one last, in their order)."""
+    return sorted(records, key=lambda r: (not has_number(r, "t_start"), r.get("t_start") or 0))

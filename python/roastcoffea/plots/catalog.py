@@ -1,0 +1,467 @@
+"""Every single-measurement plot, and which of them a metrics dictionary can draw.
+
+:func:`applicable_plots` decides from the data alone: a plot is listed when
+the metrics hold what it needs (a series with a reported value, a chunk with the
+fields it reads, a measured number), never by drawing it and catching the
+error. So a ValueError raised by a listed plot is a bug here, and
+:func:`save_plots` lets it propagate.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from roastcoffea.plots._common import finish
+from roastcoffea.plots.chunks import plot_runtime_distribution, plot_runtime_vs_events
+from roastcoffea.plots.cpu import (
+    plot_cpu_utilization_mean_timeline,
+    plot_cpu_utilization_per_worker_timeline,
+    plot_executing_tasks_timeline,
+    plot_occupancy_timeline,
+)
+from roastcoffea.plots.datasets import _durations_per_dataset, plot_dataset_runtimes
+from roastcoffea.plots.fine import (
+    BREAKDOWN_KEYS,
+    _worker_activity_matrix,
+    plot_fine_metrics_heatmap,
+    plot_processor_overhead_breakdown,
+)
+from roastcoffea.plots.io import (
+    plot_branch_access_per_chunk,
+    plot_bytes_accessed_per_chunk,
+    plot_compression_ratio_distribution,
+    plot_data_access_percentage,
+)
+from roastcoffea.plots.memory import (
+    plot_memory_utilization_mean_timeline,
+    plot_memory_utilization_per_worker_timeline,
+)
+from roastcoffea.plots.per_task import (
+    plot_per_task_bytes_read,
+    plot_per_task_cpu_io,
+    plot_per_task_overhead,
+)
+from roastcoffea.plots.scaling import plot_efficiency_summary, plot_resource_utilization
+from roastcoffea.plots.throughput import (
+    plot_throughput_timeline,
+    plot_total_active_tasks_timeline,
+    plot_worker_activity_timeline,
+)
+from roastcoffea.plots.timeline import _timed_prefixes, plot_prefix_timeline
+from roastcoffea.plots.workers import plot_worker_count_timeline
+
+Metrics = Mapping[str, Any]
+Draw = Callable[[Metrics], tuple[Figure, Any]]
+
+
+@dataclass(frozen=True)
+class PlotEntry:
+    """A plot a metrics dictionary can draw.
+
+    Attributes
+    ----------
+    name : str
+        File stem, e.g. ``"worker_count"``.
+    title : str
+        The figure's title.
+    draw : callable
+        ``draw(metrics) -> (fig, ax)``; the figure is not saved.
+    """
+
+    name: str
+    title: str
+    draw: Draw
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A plot of the catalog and the test of whether its data is present."""
+
+    entry: PlotEntry
+    present: Callable[[Metrics], bool]
+
+
+# ---- data presence -----------------------------------------------------------
+
+
+def _number(value: Any) -> bool:
+    """A finite number (None, NaN and booleans are not)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _instant(value: Any) -> bool:
+    """A sample time the timelines can place: a datetime or epoch seconds.
+
+    A measurement of roastcoffea 0.1.2 loads its times as ISO strings, which the
+    timelines do not read.
+    """
+    return isinstance(value, dt.datetime) or _number(value)
+
+
+def _tracking(metrics: Metrics) -> Mapping[str, Any]:
+    data = metrics.get("tracking_data")
+    return data if isinstance(data, Mapping) else {}
+
+
+def _reported(metrics: Metrics, key: str) -> bool:
+    """Whether some worker reported a value of ``tracking_data[key]``."""
+    series = _tracking(metrics).get(key) or {}
+    return any(_instant(t) and _number(value) for points in series.values() for t, value in points)
+
+
+def _memory_with_limit(metrics: Metrics) -> bool:
+    """Whether a worker reported its memory at an instant it had a positive limit."""
+    tracking = _tracking(metrics)
+    memory = tracking.get("worker_memory") or {}
+    limits = tracking.get("worker_memory_limit") or {}
+    for worker, points in memory.items():
+        limited = {t for t, limit in limits.get(worker, ()) if _number(limit) and limit > 0}
+        if any(t in limited and _instant(t) and _number(value) for t, value in points):
+            return True
+    return False
+
+
+def _has_worker_counts(metrics: Metrics) -> bool:
+    counts = _tracking(metrics).get("worker_counts") or {}
+    return bool(counts) and all(_instant(t) for t in counts)
+
+
+def _chunks(metrics: Metrics) -> list[Mapping[str, Any]]:
+    records = metrics.get("raw_chunk_metrics")
+    return list(records) if isinstance(records, list) else []
+
+
+def _chunk_with(metrics: Metrics, fields: Iterable[str], successful: bool = False) -> bool:
+    """Whether a chunk record (a successful one if asked) has every field as a number."""
+    fields = tuple(fields)
+    return any(
+        all(_number(record.get(f)) for f in fields)
+        for record in _chunks(metrics)
+        if not (successful and record.get("error"))
+    )
+
+
+def _finite_list(metrics: Metrics, key: str) -> bool:
+    values = metrics.get(key)
+    return isinstance(values, list) and any(_number(v) for v in values)
+
+
+def _measured_chunk_rate(metrics: Metrics) -> bool:
+    """Whether a chunk_info entry has a measured ``bytes_read`` and a duration."""
+    info = metrics.get("chunk_info")
+    if not isinstance(info, Mapping):
+        return False
+    return any(
+        isinstance(value, (tuple, list))
+        and len(value) == 3
+        and _number(value[0])
+        and _number(value[1])
+        and value[1] > value[0]
+        and _number(value[2])
+        for value in info.values()
+    )
+
+
+def _span_activity(metrics: Metrics, activities: tuple[str, ...], unit: str) -> bool:
+    """Whether ``raw_span_metrics`` has one of ``activities`` in ``unit`` for a task prefix."""
+    span = metrics.get("raw_span_metrics")
+    if not isinstance(span, Mapping):
+        return False
+    return any(
+        isinstance(key, tuple)
+        and len(key) == 4
+        and key[0] in ("execute", "p2p")
+        and key[1] != "N/A"
+        and key[2] in activities
+        and key[3] == unit
+        and value is not None
+        for key, value in span.items()
+    )
+
+
+def _any_number(metrics: Metrics, keys: tuple[str, ...]) -> bool:
+    return any(_number(metrics.get(key)) for key in keys)
+
+
+def _fine_unit(metrics: Metrics, unit: str) -> bool:
+    per_worker = metrics.get("per_worker_fine_metrics")
+    if not isinstance(per_worker, Mapping) or not per_worker:
+        return False
+    return bool(_worker_activity_matrix(per_worker, unit)[1])
+
+
+def _breakdown(metrics: Metrics) -> bool:
+    values = [metrics.get(key) for _, _, key in BREAKDOWN_KEYS]
+    return all(_number(v) for v in values) and sum(values) > 0
+
+
+def _prefix_times(metrics: Metrics) -> bool:
+    per_prefix = metrics.get("per_prefix")
+    return isinstance(per_prefix, Mapping) and bool(_timed_prefixes(per_prefix))
+
+
+def _dataset_durations(metrics: Metrics) -> bool:
+    return bool(_durations_per_dataset(_chunks(metrics)))
+
+
+# ---- drawing -----------------------------------------------------------------
+
+
+def _throughput(metrics: Metrics) -> tuple[Figure, Any]:
+    """Throughput with the worker count on a twin axis when it was tracked."""
+    tracking = metrics.get("tracking_data") if _has_worker_counts(metrics) else None
+    return plot_throughput_timeline(metrics["chunk_info"], tracking)
+
+
+def _from(key: str, plot: Callable[..., tuple[Figure, Any]], **options: Any) -> Draw:
+    """A draw function passing ``metrics[key]`` to ``plot``."""
+    return lambda metrics: plot(metrics[key], **options)
+
+
+def _whole(plot: Callable[..., tuple[Figure, Any]], **options: Any) -> Draw:
+    """A draw function passing the whole metrics dictionary to ``plot``."""
+    return lambda metrics: plot(metrics, **options)
+
+
+def _spec(name: str, title: str, draw: Draw, present: Callable[[Metrics], bool]) -> _Spec:
+    return _Spec(PlotEntry(name, title, draw), present)
+
+
+def _series_spec(name: str, title: str, plot: Callable[..., Any], key: str) -> _Spec:
+    return _spec(name, title, _from("tracking_data", plot), lambda m: _reported(m, key))
+
+
+_SECONDS_OVERHEAD = ("compress", "decompress", "serialize", "deserialize")
+
+#: Every single-measurement plot, in report order.
+_CATALOG: tuple[_Spec, ...] = (
+    _spec(
+        "worker_count",
+        "Worker Count Over Time",
+        _from("tracking_data", plot_worker_count_timeline),
+        _has_worker_counts,
+    ),
+    _spec(
+        "memory_utilization_mean",
+        "Memory Utilization Over Time",
+        _from("tracking_data", plot_memory_utilization_mean_timeline),
+        _memory_with_limit,
+    ),
+    _spec(
+        "memory_utilization_per_worker",
+        "Memory Utilization Per Worker Over Time",
+        _from("tracking_data", plot_memory_utilization_per_worker_timeline),
+        _memory_with_limit,
+    ),
+    _series_spec(
+        "cpu_utilization_mean",
+        "CPU Utilization Over Time",
+        plot_cpu_utilization_mean_timeline,
+        "worker_cpu",
+    ),
+    _series_spec(
+        "cpu_utilization_per_worker",
+        "CPU Utilization Per Worker Over Time",
+        plot_cpu_utilization_per_worker_timeline,
+        "worker_cpu",
+    ),
+    _series_spec(
+        "occupancy", "Worker Occupancy Over Time", plot_occupancy_timeline, "worker_occupancy"
+    ),
+    _series_spec(
+        "executing_tasks",
+        "Executing Tasks Per Worker Over Time",
+        plot_executing_tasks_timeline,
+        "worker_executing",
+    ),
+    _series_spec(
+        "worker_activity",
+        "Worker Activity Over Time",
+        plot_worker_activity_timeline,
+        "worker_active_tasks",
+    ),
+    _series_spec(
+        "total_active_tasks",
+        "Total Active Tasks Over Time",
+        plot_total_active_tasks_timeline,
+        "worker_active_tasks",
+    ),
+    _spec("throughput", "Data Throughput Over Time", _throughput, _measured_chunk_rate),
+    _spec(
+        "prefix_timeline",
+        "Task Prefix Timeline",
+        _whole(plot_prefix_timeline),
+        _prefix_times,
+    ),
+    _spec(
+        "runtime_distribution",
+        "Chunk Runtime Distribution",
+        _from("raw_chunk_metrics", plot_runtime_distribution),
+        lambda m: _chunk_with(m, ("duration",), successful=True),
+    ),
+    _spec(
+        "runtime_vs_events",
+        "Chunk Runtime vs Number of Events",
+        _from("raw_chunk_metrics", plot_runtime_vs_events),
+        lambda m: _chunk_with(m, ("duration", "num_events"), successful=True),
+    ),
+    _spec(
+        "dataset_runtimes",
+        "Chunk Runtime per Dataset",
+        _from("raw_chunk_metrics", plot_dataset_runtimes),
+        _dataset_durations,
+    ),
+    _spec(
+        "compression_ratio_distribution",
+        "Compression Ratio Distribution Across Files",
+        _whole(plot_compression_ratio_distribution),
+        lambda m: _finite_list(m, "compression_ratios"),
+    ),
+    _spec(
+        "data_access_percentage",
+        "Bytes Read Percentage Distribution",
+        _whole(plot_data_access_percentage),
+        lambda m: _finite_list(m, "bytes_read_percent_per_file"),
+    ),
+    _spec(
+        "branch_access_per_chunk",
+        "Branches Accessed Per Chunk",
+        _from("raw_chunk_metrics", plot_branch_access_per_chunk),
+        lambda m: _chunk_with(m, ("num_branches_accessed",)),
+    ),
+    _spec(
+        "bytes_accessed_per_chunk",
+        "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
+        _from("raw_chunk_metrics", plot_bytes_accessed_per_chunk),
+        lambda m: _chunk_with(m, ("accessed_bytes", "accessed_uncompressed_bytes")),
+    ),
+    _spec(
+        "processor_overhead_breakdown",
+        "Processor vs Overhead Time",
+        _whole(plot_processor_overhead_breakdown),
+        _breakdown,
+    ),
+    _spec(
+        "fine_metrics_heatmap",
+        "Fine Metrics per Worker",
+        _whole(plot_fine_metrics_heatmap),
+        lambda m: _fine_unit(m, "seconds"),
+    ),
+    _spec(
+        "fine_metrics_bytes_heatmap",
+        "Fine Metrics per Worker (bytes)",
+        _whole(plot_fine_metrics_heatmap, unit="bytes", title="Fine Metrics per Worker (bytes)"),
+        lambda m: _fine_unit(m, "bytes"),
+    ),
+    _spec(
+        "per_task_cpu_io",
+        "CPU vs I/O Time per Task",
+        _from("raw_span_metrics", plot_per_task_cpu_io),
+        lambda m: _span_activity(m, ("thread-cpu", "thread-noncpu"), "seconds"),
+    ),
+    _spec(
+        "per_task_bytes_read",
+        "Bytes Read per Task",
+        _from("raw_span_metrics", plot_per_task_bytes_read),
+        lambda m: _span_activity(m, ("disk-read",), "bytes"),
+    ),
+    _spec(
+        "per_task_overhead",
+        "Compression & Serialization Overhead per Task",
+        _from("raw_span_metrics", plot_per_task_overhead),
+        lambda m: _span_activity(m, _SECONDS_OVERHEAD, "seconds"),
+    ),
+    _spec(
+        "efficiency_summary",
+        "Efficiency Metrics Summary",
+        _whole(plot_efficiency_summary),
+        lambda m: _any_number(m, ("core_efficiency", "speedup_factor")),
+    ),
+    _spec(
+        "resource_utilization",
+        "Resource Utilization Summary",
+        _whole(plot_resource_utilization),
+        lambda m: _any_number(m, ("avg_workers", "total_cores", "peak_memory_bytes")),
+    ),
+)
+
+#: Names of every plot of the catalog, in report order.
+PLOT_NAMES: tuple[str, ...] = tuple(spec.entry.name for spec in _CATALOG)
+
+
+def applicable_plots(metrics: Mapping[str, Any]) -> list[PlotEntry]:
+    """The single-measurement plots whose data is present in ``metrics``.
+
+    Each plot of the catalog (the 21 plots of roastcoffea 0.1.2, the prefix
+    timeline, the dataset runtimes, the processor/overhead breakdown and the
+    fine-metrics heatmaps in seconds and in bytes) is listed when ``metrics``
+    holds its data: e.g. the timelines need ``tracking_data`` with a reported
+    value of their series, the chunk plots chunk records with the fields they
+    read, the fine-metrics plots ``per_worker_fine_metrics`` /
+    ``raw_span_metrics`` entries of the right activity and unit.
+
+    Parameters
+    ----------
+    metrics : mapping
+        A metrics dictionary, live (``MetricsCollector.get_metrics()``) or
+        loaded (``load_measurement``).
+
+    Returns
+    -------
+    list of PlotEntry
+        In report order (:data:`PLOT_NAMES`); names are unique.
+    """
+    return [spec.entry for spec in _CATALOG if spec.present(metrics)]
+
+
+def save_plots(
+    metrics: Mapping[str, Any], directory: str | os.PathLike[str], fmt: str = "png"
+) -> list[Path]:
+    """Draw every applicable plot and save it as ``directory/<name>.<fmt>``.
+
+    Figures are made without pyplot and dropped after saving, so nothing is
+    left open.
+
+    Parameters
+    ----------
+    metrics : mapping
+        A metrics dictionary, live or loaded.
+    directory : path-like
+        Created if missing; existing files of the same names are replaced.
+    fmt : str, default "png"
+        A format matplotlib's Agg canvas writes (png, pdf, svg, ...).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in :func:`applicable_plots` order.
+
+    Raises
+    ------
+    ValueError
+        For a format matplotlib cannot write, or (a bug of
+        :func:`applicable_plots`) from a listed plot that finds its data missing.
+    """
+    fmt = fmt.lower().lstrip(".")
+    if fmt not in FigureCanvasAgg.get_supported_filetypes():
+        supported = ", ".join(sorted(FigureCanvasAgg.get_supported_filetypes()))
+        raise ValueError(f"cannot save plots as {fmt!r}; supported formats: {supported}")
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for entry in applicable_plots(metrics):
+        fig, _ = entry.draw(metrics)
+        path = out / f"{entry.name}.{fmt}"
+        finish(fig, path)
+        written.append(path)
+    return written

@@ -1,0 +1,142 @@
+"""Chunk runtimes: their distribution, and how they grow with the number of events."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from roastcoffea.plots._common import COLORS, finish, new_figure
+from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
+
+
+def _note_failed(ax: Axes, failed: int) -> None:
+    """Say how many failed chunks were left out, if any."""
+    if failed:
+        note = f"{failed} failed chunk{'s' if failed > 1 else ''} left out"
+        ax.text(0.01, 0.98, note, transform=ax.transAxes, va="top")
+
+
+def plot_runtime_distribution(
+    chunk_metrics: list[dict[str, Any]] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (10, 6),
+    title: str = "Chunk Runtime Distribution",
+    bins: int = 30,
+) -> tuple[Figure, Axes]:
+    """Plot the histogram of chunk runtimes, with their mean and median.
+
+    The runtime is each successful chunk's ``duration``, the wall time of its
+    ``process()`` call; failed chunks (an ``error``) stop early and are left
+    out, with a note. Unit: seconds on x, chunks on y.
+
+    Parameters
+    ----------
+    chunk_metrics : list of dict
+        The chunk records, ``metrics["raw_chunk_metrics"]``; reads ``duration``
+        (s) and ``error``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+    bins : int
+        Number of histogram bins.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If there are no chunk records or no successful chunk has a duration.
+    """
+    records = chunk_records(chunk_metrics)
+    good = successful(records)
+    durations = np.array([r["duration"] for r in good if has_number(r, "duration")], dtype=float)
+    if not len(durations):
+        raise ValueError(
+            f"no successful chunk record with a 'duration' to plot "
+            f"({len(records) - len(good)} of {len(records)} chunks failed)"
+        )
+    fig, ax = new_figure(figsize)
+    draw_distribution(ax, durations, bins, " s")
+    ax.set_xlabel("duration (s)")
+    ax.set_ylabel("chunks")
+    ax.set_title(title)
+    _note_failed(ax, len(records) - len(good))
+    finish(fig, output_path)
+    return fig, ax
+
+
+def plot_runtime_vs_events(
+    chunk_metrics: list[dict[str, Any]] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (10, 6),
+    title: str = "Chunk Runtime vs Number of Events",
+) -> tuple[Figure, Axes]:
+    """Plot each chunk's runtime against its number of events, with a linear fit.
+
+    One point per successful chunk: ``num_events`` on x, ``duration`` (wall
+    time of ``process()``) on y; failed chunks are left out, with a note. The
+    least-squares line (slope in ms per event) is drawn when there are at least
+    two distinct event counts. Unit: events on x, seconds on y.
+
+    Parameters
+    ----------
+    chunk_metrics : list of dict
+        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
+        ``num_events``, ``duration`` (s) and ``error``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If there are no chunk records or no successful chunk has both fields.
+    """
+    records = chunk_records(chunk_metrics)
+    good = successful(records)
+    points = [
+        (r["num_events"], r["duration"])
+        for r in good
+        if has_number(r, "num_events") and has_number(r, "duration")
+    ]
+    if not points:
+        raise ValueError("no successful chunk record with 'num_events' and 'duration' to plot")
+    events, durations = np.array(points, dtype=float).T
+    fig, ax = new_figure(figsize)
+    ax.scatter(events, durations, color=COLORS[0], alpha=0.7, label="chunks")
+    if len(np.unique(events)) > 1:
+        slope, intercept = np.polyfit(events, durations, 1)
+        x = np.array([events.min(), events.max()])
+        ax.plot(
+            x,
+            slope * x + intercept,
+            color="red",
+            linestyle="--",
+            label=f"fit: {slope * 1e3:.3g} ms/event + {intercept:.3g} s",
+        )
+    ax.set_xlabel("events per chunk")
+    ax.set_ylabel("duration (s)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    _note_failed(ax, len(records) - len(good))
+    finish(fig, output_path)
+    return fig, ax

@@ -1,0 +1,247 @@
+"""What the analysis read: compression, share of the files, branches and bytes per chunk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from roastcoffea.plots._common import COLORS, finish, finite, new_figure, require_key
+from roastcoffea.plots._series import (
+    byte_unit,
+    chunk_records,
+    draw_distribution,
+    has_number,
+    in_start_order,
+)
+
+
+def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
+    """The finite per-file values of ``metrics[key]``, or ValueError naming the key."""
+    values = finite(require_key(metrics, key, "metrics"))
+    if not len(values):
+        raise ValueError(f"metrics[{key!r}] has no measured value to plot")
+    return values
+
+
+def plot_compression_ratio_distribution(
+    metrics: Mapping[str, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (10, 6),
+    title: str = "Compression Ratio Distribution Across Files",
+    bins: int = 20,
+) -> tuple[Figure, Axes]:
+    """Plot the histogram of the files' compression ratios, with mean and median.
+
+    A file's ratio is the compressed / uncompressed size of the baskets its
+    chunks read (below 1 when compression helps). Unit: dimensionless ratio on
+    x, files on y.
+
+    Parameters
+    ----------
+    metrics : mapping
+        The metrics dictionary; reads ``compression_ratios`` (one per file;
+        None values are left out).
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+    bins : int
+        Number of histogram bins.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``compression_ratios`` is missing, empty or all None.
+    """
+    ratios = _per_file(metrics, "compression_ratios")
+    fig, ax = new_figure(figsize)
+    draw_distribution(ax, ratios, bins, "")
+    ax.set_xlabel("compression ratio (compressed / uncompressed bytes)")
+    ax.set_ylabel("files")
+    ax.set_title(title)
+    finish(fig, output_path)
+    return fig, ax
+
+
+def plot_data_access_percentage(
+    metrics: Mapping[str, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (10, 6),
+    title: str = "Bytes Read Percentage Distribution",
+    bins: int = 20,
+) -> tuple[Figure, Axes]:
+    """Plot the histogram of the share of each file's bytes that was read.
+
+    A file's share is the compressed size of the baskets its chunks read over
+    the file's tree size, in percent, with the mean and median. The x axis
+    ends at 110 % of the largest share, capped at 100 % unless a share is
+    higher (a basket shared by two chunks counts twice). Unit: % of the file
+    on x, files on y.
+
+    Parameters
+    ----------
+    metrics : mapping
+        The metrics dictionary; reads ``bytes_read_percent_per_file`` (%; None
+        values are left out).
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+    bins : int
+        Number of histogram bins.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``bytes_read_percent_per_file`` is missing, empty or all None.
+    """
+    shares = _per_file(metrics, "bytes_read_percent_per_file")
+    fig, ax = new_figure(figsize)
+    draw_distribution(ax, shares, bins, " %")
+    peak = float(shares.max())
+    ax.set_xlim(0, max(min(100.0, 1.1 * peak), 1.05 * peak) if peak > 0 else 1.0)
+    ax.set_xlabel("bytes read (% of the file)")
+    ax.set_ylabel("files")
+    ax.set_title(title)
+    finish(fig, output_path)
+    return fig, ax
+
+
+def _chunks_with(chunk_metrics: Any, fields: tuple[str, ...]) -> list[Mapping[str, Any]]:
+    """The records (failed included) that have every field, in start order."""
+    records = chunk_records(chunk_metrics)
+    kept = [r for r in records if all(has_number(r, f) for f in fields)]
+    if not kept:
+        names = " and ".join(repr(f) for f in fields)
+        raise ValueError(f"no chunk record has {names} to plot")
+    return in_start_order(kept)
+
+
+def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
+    """A legend with one color patch per dataset, after the ``extra`` handles."""
+    patches = [Patch(color=COLORS[i % len(COLORS)], label=d) for i, d in enumerate(datasets)]
+    ax.legend(handles=[*extra, *patches], fontsize="small", loc="upper right")
+
+
+def plot_branch_access_per_chunk(
+    chunk_metrics: list[dict[str, Any]] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (12, 6),
+    title: str = "Branches Accessed Per Chunk",
+) -> tuple[Figure, Axes]:
+    """Plot the number of branches each chunk read, one bar per chunk.
+
+    Chunks are in the order they started, failed ones included (they read
+    too); bars are colored by dataset, and a dashed line marks the mean.
+    Unit: branches.
+
+    Parameters
+    ----------
+    chunk_metrics : list of dict
+        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
+        ``num_branches_accessed``, ``dataset`` and ``t_start``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If there are no chunk records or none has ``num_branches_accessed``.
+    """
+    records = _chunks_with(chunk_metrics, ("num_branches_accessed",))
+    branches = np.array([r["num_branches_accessed"] for r in records], dtype=float)
+    datasets = sorted({str(r.get("dataset")) for r in records})
+    colors = [COLORS[datasets.index(str(r.get("dataset"))) % len(COLORS)] for r in records]
+    fig, ax = new_figure(figsize)
+    ax.bar(np.arange(len(records)), branches, color=colors, label="branches")
+    mean = float(branches.mean())
+    line = ax.axhline(mean, color="red", linestyle="--", label=f"mean {mean:.3g} branches")
+    ax.set_xlabel("chunk (in start order)")
+    ax.set_ylabel("branches accessed")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, axis="y")
+    ax.set_ylim(0, max(float(branches.max()), 1.0) * 1.3)  # room for the legend
+    _dataset_legend(ax, datasets, [line])
+    finish(fig, output_path)
+    return fig, ax
+
+
+def plot_bytes_accessed_per_chunk(
+    chunk_metrics: list[dict[str, Any]] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (12, 6),
+    title: str = "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
+) -> tuple[Figure, Axes]:
+    """Plot the compressed and uncompressed bytes each chunk read, side by side.
+
+    Per chunk (in start order, failed ones included), two bars: the compressed
+    and the uncompressed size of the baskets of its accessed branches that
+    overlap its entry range. Unit: bytes, scaled to kB, MB or GB (decimal) to
+    suit the largest value; the y label names it.
+
+    Parameters
+    ----------
+    chunk_metrics : list of dict
+        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
+        ``accessed_bytes``, ``accessed_uncompressed_bytes`` and ``t_start``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If there are no chunk records or none has both byte counts.
+    """
+    fields = ("accessed_bytes", "accessed_uncompressed_bytes")
+    records = _chunks_with(chunk_metrics, fields)
+    compressed, uncompressed = (np.array([r[f] for r in records], dtype=float) for f in fields)
+    factor, unit = byte_unit(float(max(compressed.max(), uncompressed.max())))
+    x = np.arange(len(records))
+    fig, ax = new_figure(figsize)
+    ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
+    ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")
+    ax.set_xlabel("chunk (in start order)")
+    ax.set_ylabel(f"bytes accessed ({unit})")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, axis="y")
+    ax.legend(fontsize="small")
+    finish(fig, output_path)
+    return fig, ax

@@ -1,0 +1,216 @@
+"""Dask's fine performance metrics per task prefix: CPU vs non-CPU, spill reads, overheads.
+
+The input is ``metrics["raw_span_metrics"]``: ``{(context, prefix, activity,
+unit): value}``. Only the contexts that carry a task prefix (``execute`` and
+``p2p``) count, and each activity is read in one unit only (seconds for time,
+bytes for disk reads), so ``disk-read`` seconds, counts and bytes never mix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from roastcoffea.plots._common import COLORS, finish, new_figure, require
+from roastcoffea.plots._series import byte_unit
+
+#: Contexts whose keys name a task prefix.
+_CONTEXTS = ("execute", "p2p")
+
+
+def _by_prefix(
+    span_metrics: Mapping[Any, Any] | None, activities: tuple[str, ...], unit: str
+) -> dict[str, dict[str, float]]:
+    """``{prefix: {activity: value}}`` of ``activities`` in ``unit``, largest prefix first.
+
+    Keys that are not 4-tuples cannot name a prefix and are skipped. Raises
+    ValueError when ``span_metrics`` is empty, has no 4-tuple key at all, or
+    has none of the activities in ``unit``.
+    """
+    require(span_metrics, "span metrics (metrics['raw_span_metrics'])")
+    keys = [key for key in span_metrics if isinstance(key, tuple) and len(key) == 4]
+    if not keys:
+        raise ValueError(
+            "span_metrics keys must be (context, prefix, activity, unit) tuples, "
+            f"not e.g. {next(iter(span_metrics))!r}"
+        )
+    table: dict[str, dict[str, float]] = {}
+    for key in keys:
+        context, prefix, activity, key_unit = key
+        value = span_metrics[key]
+        wanted = context in _CONTEXTS and prefix != "N/A" and activity in activities
+        if wanted and key_unit == unit and value is not None:
+            row = table.setdefault(str(prefix), dict.fromkeys(activities, 0.0))
+            row[activity] += float(value)
+    if not table:
+        names = ", ".join(repr(a) for a in activities)
+        raise ValueError(f"span_metrics has no {names} activity in {unit!r} to plot")
+    return dict(sorted(table.items(), key=lambda item: (-sum(item[1].values()), item[0])))
+
+
+def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None:
+    """Task prefixes as x tick labels, the y label and the title."""
+    ax.set_xticks(np.arange(len(prefixes)), prefixes, rotation=30, ha="right")
+    ax.set_xlabel("task prefix")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, axis="y")
+
+
+def plot_per_task_cpu_io(
+    span_metrics: Mapping[Any, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    title: str = "CPU vs I/O Time per Task",
+    figsize: tuple[float, float] = (12, 6),
+) -> tuple[Figure, Axes]:
+    """Plot, per task prefix, the thread time on and off the CPU as paired bars.
+
+    ``thread-cpu`` is the CPU time of the threads running the tasks;
+    ``thread-noncpu`` is the rest of their wall time (I/O waits, GIL
+    contention, sleeps). Both are summed over the ``execute`` and ``p2p``
+    contexts; prefixes are sorted by total time. Unit: seconds.
+
+    Parameters
+    ----------
+    span_metrics : mapping
+        ``metrics["raw_span_metrics"]``; reads the ``thread-cpu`` and
+        ``thread-noncpu`` activities in ``seconds``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    title : str
+        Axes title.
+    figsize : tuple of float
+        Figure size in inches.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``span_metrics`` is empty or has neither activity in seconds.
+    """
+    table = _by_prefix(span_metrics, ("thread-cpu", "thread-noncpu"), "seconds")
+    x = np.arange(len(table))
+    fig, ax = new_figure(figsize)
+    for offset, activity, label, color in (
+        (-0.2, "thread-cpu", "CPU (thread-cpu)", COLORS[0]),
+        (0.2, "thread-noncpu", "non-CPU (thread-noncpu)", COLORS[1]),
+    ):
+        heights = [row[activity] for row in table.values()]
+        ax.bar(x + offset, heights, 0.4, color=color, label=label)
+    _prefix_axis(ax, list(table), "thread time (s)", title)
+    ax.legend(fontsize="small")
+    finish(fig, output_path)
+    return fig, ax
+
+
+def plot_per_task_bytes_read(
+    span_metrics: Mapping[Any, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    title: str = "Bytes Read per Task",
+    figsize: tuple[float, float] = (12, 6),
+) -> tuple[Figure, Axes]:
+    """Plot, per task prefix, the bytes Dask read back from its spill disk.
+
+    Dask's ``disk-read`` activity in ``bytes``: task data spilled to disk and
+    read back, not the ROOT files the analysis reads. Unit: bytes, scaled to
+    kB, MB or GB (decimal) to suit the largest value; the y label names it.
+
+    Parameters
+    ----------
+    span_metrics : mapping
+        ``metrics["raw_span_metrics"]``; reads the ``disk-read`` activity in
+        ``bytes`` (its ``seconds`` and ``count`` keys are ignored).
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    title : str
+        Axes title.
+    figsize : tuple of float
+        Figure size in inches.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``span_metrics`` is empty or has no ``disk-read`` in bytes (nothing
+        was spilled and read back).
+    """
+    table = _by_prefix(span_metrics, ("disk-read",), "bytes")
+    values = np.array([row["disk-read"] for row in table.values()])
+    factor, unit = byte_unit(float(values.max()))
+    fig, ax = new_figure(figsize)
+    ax.bar(np.arange(len(table)), values / factor, 0.6, color=COLORS[2], label="disk-read")
+    _prefix_axis(ax, list(table), f"spill read from disk ({unit})", title)
+    finish(fig, output_path)
+    return fig, ax
+
+
+#: The two stacks of the overhead plot: (offset, [(activity, color), ...]).
+_OVERHEAD_STACKS = (
+    (-0.2, (("compress", COLORS[0]), ("decompress", COLORS[1]))),
+    (0.2, (("serialize", COLORS[2]), ("deserialize", COLORS[3]))),
+)
+
+
+def plot_per_task_overhead(
+    span_metrics: Mapping[Any, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    title: str = "Compression & Serialization Overhead per Task",
+    figsize: tuple[float, float] = (12, 6),
+) -> tuple[Figure, Axes]:
+    """Plot, per task prefix, Dask's compression and serialization time as stacked bars.
+
+    Two stacks per prefix: ``compress`` + ``decompress`` on the left,
+    ``serialize`` + ``deserialize`` on the right (spill and peer-to-peer
+    transfers), summed over the ``execute`` and ``p2p`` contexts. Unit: seconds.
+
+    Parameters
+    ----------
+    span_metrics : mapping
+        ``metrics["raw_span_metrics"]``; reads the ``compress``,
+        ``decompress``, ``serialize`` and ``deserialize`` activities in
+        ``seconds``.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    title : str
+        Axes title.
+    figsize : tuple of float
+        Figure size in inches.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``span_metrics`` is empty or has none of the four activities in
+        seconds.
+    """
+    activities = tuple(name for _, stack in _OVERHEAD_STACKS for name, _ in stack)
+    table = _by_prefix(span_metrics, activities, "seconds")
+    x = np.arange(len(table))
+    fig, ax = new_figure(figsize)
+    for offset, stack in _OVERHEAD_STACKS:
+        bottom = np.zeros(len(table))
+        for activity, color in stack:
+            heights = np.array([row[activity] for row in table.values()])
+            ax.bar(x + offset, heights, 0.4, bottom=bottom, color=color, label=activity)
+            bottom += heights
+    _prefix_axis(ax, list(table), "time (s)", title)
+    ax.legend(fontsize="small")
+    finish(fig, output_path)
+    return fig, ax

@@ -1,0 +1,265 @@
+"""Active tasks over time, and the data throughput of the chunks being processed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from roastcoffea.plots._common import (
+    COLORS,
+    finish,
+    new_figure,
+    require,
+    require_key,
+    time_axis,
+    to_datetime,
+)
+from roastcoffea.plots._series import across_workers, per_worker_figure, worker_series
+
+
+def plot_worker_activity_timeline(
+    tracking_data: Mapping[str, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (12, 6),
+    title: str = "Worker Activity Over Time",
+    max_legend_entries: int = 5,
+) -> tuple[Figure, Axes]:
+    """Plot the number of tasks assigned to each worker, one line per worker.
+
+    The count is ``len(WorkerState.processing)``: tasks the scheduler has sent
+    to the worker, executing or waiting there. Unit: tasks, against UTC time.
+
+    Parameters
+    ----------
+    tracking_data : mapping
+        ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+    max_legend_entries : int
+        Largest number of workers shown in a legend; above it, a note gives
+        the number of workers instead.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``worker_active_tasks`` is missing or has no reported value.
+    """
+    fig, ax, _ = per_worker_figure(
+        tracking_data, "worker_active_tasks", "active (tasks)", title, figsize, max_legend_entries
+    )
+    finish(fig, output_path)
+    return fig, ax
+
+
+def plot_total_active_tasks_timeline(
+    tracking_data: Mapping[str, Any] | None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (10, 5),
+    title: str = "Total Active Tasks Over Time",
+) -> tuple[Figure, Axes]:
+    """Plot the number of tasks assigned to all workers together.
+
+    At each sample instant, the sum of ``worker_active_tasks`` over the workers
+    that reported, as a line with the area under it filled. Unit: tasks,
+    against UTC time.
+
+    Parameters
+    ----------
+    tracking_data : mapping
+        ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValueError
+        If ``worker_active_tasks`` is missing or has no reported value.
+    """
+    stats = across_workers(worker_series(tracking_data, "worker_active_tasks"))
+    fig, ax = new_figure(figsize)
+    ax.fill_between(stats.times, 0, stats.total, color=COLORS[2], alpha=0.3)
+    ax.plot(stats.times, stats.total, color=COLORS[2], linewidth=1.8, label="all workers")
+    time_axis(ax, "active (tasks)", title)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    finish(fig, output_path)
+    return fig, ax
+
+
+def _throughput_steps(
+    chunk_info: Mapping[Any, Any],
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The exact throughput of the chunks as a step function of time.
+
+    Each chunk with a measured ``bytes_read`` and ``t_end > t_start`` reads at
+    the constant rate ``bytes_read * 8 / 1e9 / (t_end - t_start)`` Gbit/s while
+    it runs. The total rate only changes at chunk boundaries, so it is the
+    running sum of +rate at each start and -rate at each end.
+
+    Returns
+    -------
+    edges : numpy.ndarray
+        The distinct chunk boundaries (epoch s), sorted.
+    rate : numpy.ndarray
+        The total rate (Gbit/s) from ``edges[i]`` until ``edges[i + 1]``
+        (0 after the last edge).
+    unmeasured : int
+        Chunks left out because their ``bytes_read`` is None.
+    instant : int
+        Chunks left out because they have no duration (``t_end <= t_start``).
+    """
+    starts, ends, rates = [], [], []
+    unmeasured = instant = 0
+    for t_start, t_end, bytes_read in chunk_info.values():
+        if bytes_read is None:
+            unmeasured += 1
+        elif t_end <= t_start:
+            instant += 1
+        else:
+            starts.append(t_start)
+            ends.append(t_end)
+            rates.append(bytes_read * 8 / 1e9 / (t_end - t_start))
+    if not rates:
+        return np.empty(0), np.empty(0), unmeasured, instant
+    edges, slot = np.unique(np.concatenate([starts, ends]), return_inverse=True)
+    change = np.zeros(len(edges))
+    np.add.at(change, slot, np.concatenate([rates, np.negative(rates)]))
+    rate = np.cumsum(change)
+    # The running sum returns to zero only up to rounding; do not draw the residue.
+    rate[np.abs(rate) < 1e-9 * max(rates)] = 0.0
+    return edges, rate, unmeasured, instant
+
+
+def _rate_unit(peak_gbps: float) -> tuple[float, str]:
+    """A bit-rate unit suited to rates up to ``peak_gbps``: (factor from Gbit/s, name)."""
+    for factor, name in ((1.0, "Gbps"), (1e3, "Mbps"), (1e6, "kbps")):
+        if peak_gbps * factor >= 1.0:
+            return factor, name
+    return 1e9, "bps"
+
+
+def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
+    """Say which chunks the throughput leaves out, if any."""
+    parts = []
+    if unmeasured:
+        parts.append(f"{unmeasured} of {total} chunks without bytes_read left out")
+    if instant:
+        parts.append(f"{instant} of {total} chunks without duration left out")
+    if parts:
+        ax.text(0.99, 0.98, "\n".join(parts), transform=ax.transAxes, ha="right", va="top")
+
+
+def plot_throughput_timeline(
+    chunk_info: Mapping[Any, Any] | None,
+    tracking_data: Mapping[str, Any] | None = None,
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (12, 6),
+    title: str = "Data Throughput Over Time",
+) -> tuple[Figure, Axes]:
+    """Plot the data throughput of the chunks being processed, exactly, over time.
+
+    Each chunk reads at the constant rate ``bytes_read * 8 / 1e9 / duration``
+    between its ``t_start`` and ``t_end``; the plot is the sum of the rates of
+    the chunks running at each moment, a step function that changes at chunk
+    boundaries only (no sampling). ``bytes_read`` counts the bytes requested
+    during ``process()``. Chunks whose ``bytes_read`` is None (unmeasured) or
+    that have no duration are left out, and a note on the plot says how many.
+    With ``tracking_data``, the number of workers is drawn on a second y axis.
+    Unit: bits per second, in Gbps, Mbps, kbps or bps (decimal) to suit the
+    largest rate, as the y label says (and workers), against UTC time.
+
+    Parameters
+    ----------
+    chunk_info : mapping
+        ``metrics["chunk_info"]``: ``{(file, entry_start, entry_stop):
+        (t_start, t_end, bytes_read)}``, times in epoch seconds (scheduler
+        clock), ``bytes_read`` in bytes or None.
+    tracking_data : mapping, optional
+        ``metrics["tracking_data"]``; reads ``worker_counts`` when given.
+    output_path : str or path-like, optional
+        Where to save the figure (format from the suffix).
+    figsize : tuple of float
+        Figure size in inches.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes
+        The throughput axes (the worker count axes is its twin).
+
+    Raises
+    ------
+    ValueError
+        If ``chunk_info`` is empty or None, if no chunk has a measured
+        ``bytes_read`` and a duration, or if ``tracking_data`` is given without
+        ``worker_counts``.
+    """
+    require(chunk_info, "chunk_info (chunk timing)")
+    edges, rate, unmeasured, instant = _throughput_steps(chunk_info)
+    if not len(edges):
+        raise ValueError(
+            f"chunk_info has no chunk with a measured bytes_read and a duration "
+            f"({unmeasured} without bytes_read, {instant} without duration)"
+        )
+    counts = (
+        None
+        if tracking_data is None
+        else require_key(tracking_data, "worker_counts", "tracking_data")
+    )
+    times = [to_datetime(t) for t in edges]
+    scale, unit = _rate_unit(float(rate.max()))
+    fig, ax = new_figure(figsize)
+    ax.fill_between(times, 0, rate * scale, step="post", color=COLORS[0], alpha=0.3)
+    ax.plot(times, rate * scale, drawstyle="steps-post", color=COLORS[0], label="throughput")
+    time_axis(ax, f"throughput ({unit})", title)
+    ax.set_ylim(bottom=0)
+    _note_left_out(ax, unmeasured, instant, len(chunk_info))
+    if counts is not None:
+        _draw_worker_counts(ax, counts)
+    finish(fig, output_path)
+    return fig, ax
+
+
+def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
+    """The worker count as a step line on a twin y axis of ``ax``, both in one legend."""
+    points = sorted((to_datetime(t), n) for t, n in counts.items())
+    twin = ax.twinx()
+    twin.plot(
+        [t for t, _ in points],
+        [n for _, n in points],
+        drawstyle="steps-post",
+        color=COLORS[3],
+        linestyle="--",
+        label="workers",
+    )
+    twin.set_ylabel("workers")
+    twin.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
+    twin.yaxis.set_major_locator(MaxNLocator(integer=True))
+    lines = ax.get_lines() + twin.get_lines()
+    ax.legend(lines, [line.get_label() for line in lines], loc="upper left", fontsize="small")

@@ -1,0 +1,125 @@
+"""When each task prefix ran: a Gantt chart of the span's prefixes."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.dates import date2num
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from roastcoffea.plots._common import (
+    COLORS,
+    finish,
+    new_figure,
+    require_key,
+    time_axis,
+    to_datetime,
+)
+
+#: Bar colors: processor prefixes stand out from the rest.
+PROCESSOR_COLOR = COLORS[1]
+OTHER_COLOR = COLORS[0]
+
+SECONDS_PER_DAY = 86400.0
+
+
+def _timed_prefixes(per_prefix: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Prefixes with a finite first_start and last_stop, earliest first."""
+    timed = []
+    for prefix, row in per_prefix.items():
+        start, stop = row.get("first_start"), row.get("last_stop")
+        if start is None or stop is None or not (math.isfinite(start) and math.isfinite(stop)):
+            continue
+        timed.append((str(prefix), row))
+    return sorted(timed, key=lambda item: (item[1]["first_start"], item[0]))
+
+
+def _count_label(row: dict[str, Any]) -> str:
+    tasks = row.get("tasks") or 0
+    label = f"{tasks} task{'' if tasks == 1 else 's'}"
+    erred = row.get("erred") or 0
+    return f"{label}, {erred} erred" if erred else label
+
+
+def plot_prefix_timeline(
+    metrics: dict[str, Any],
+    output_path: str | os.PathLike[str] | None = None,
+    figsize: tuple[float, float] = (12, 6),
+    title: str = "Task Prefix Timeline",
+) -> tuple[Figure, Axes]:
+    """Gantt chart: one horizontal bar per task prefix, from its first start to its last stop.
+
+    The x axis is UTC time (scheduler clock); prefixes are ordered by first
+    start, top to bottom. Processor prefixes are drawn in orange, the others in
+    blue; each bar is annotated with the prefix's finished (and erred) task
+    count. Prefixes without a finished task (no start/stop) are left out and
+    counted in a note.
+
+    Parameters
+    ----------
+    metrics : dict
+        The metrics dictionary; reads ``per_prefix`` (``first_start``,
+        ``last_stop`` in epoch seconds, ``tasks``, ``erred``, ``processor``).
+    output_path : path-like, optional
+        Save the figure there (format from the suffix).
+    figsize : tuple of float, default (12, 6)
+    title : str, default "Task Prefix Timeline"
+
+    Returns
+    -------
+    tuple
+        ``(fig, ax)``; bar ``i`` of ``ax.patches`` spans the ``i``-th prefix
+        (x in matplotlib date numbers, days).
+
+    Raises
+    ------
+    ValueError
+        When ``per_prefix`` is missing or empty, or no prefix has a start and stop.
+    """
+    per_prefix = require_key(metrics, "per_prefix", "metrics")
+    timed = _timed_prefixes(per_prefix)
+    if not timed:
+        raise ValueError("metrics['per_prefix'] has no prefix with first_start and last_stop")
+    fig, ax = new_figure(figsize)
+    for y, (prefix, row) in enumerate(timed):
+        left = date2num(to_datetime(row["first_start"]))
+        width = (row["last_stop"] - row["first_start"]) / SECONDS_PER_DAY
+        color = PROCESSOR_COLOR if row.get("processor") else OTHER_COLOR
+        # The edge keeps a prefix that ran for microseconds visible.
+        ax.barh(y, width, left=left, height=0.6, color=color, edgecolor=color, label=prefix)
+        ax.annotate(
+            _count_label(row),
+            (left + width, y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=9,
+        )
+    ax.set_yticks(range(len(timed)), [prefix for prefix, _ in timed])
+    ax.invert_yaxis()
+    time_axis(ax, "task prefix", title)
+    # Bars stick to their left edge by default; room on both sides for the annotations.
+    ax.use_sticky_edges = False
+    ax.margins(x=0.08)
+    ax.legend(
+        handles=[
+            Patch(color=PROCESSOR_COLOR, label="processor"),
+            Patch(color=OTHER_COLOR, label="other"),
+        ],
+        loc="best",
+    )
+    untimed = len(per_prefix) - len(timed)
+    if untimed:
+        ax.text(
+            0.01,
+            0.01,
+            f"{untimed} prefix(es) without a finished task not shown",
+            transform=ax.transAxes,
+            fontsize=8,
+        )
+    finish(fig, output_path)
+    return fig, ax
