@@ -7,6 +7,7 @@
         mc.set_coffea_report(report)
     mc.print_summary()
     mc.save_measurement("measurements/", "run1")
+    mc.save_report("measurements/run1/report.html")
 
 On entry it registers :class:`~roastcoffea.plugin.RoastPlugin` if the cluster
 has none, opens a Dask span ``"coffea-processing"`` and starts the live view.
@@ -44,6 +45,7 @@ import distributed
 from distributed.metrics import time as dask_time
 
 from roastcoffea import _native
+from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.plugin import RoastPlugin, flush
@@ -256,6 +258,7 @@ class MetricsCollector(AbstractContextManager):
         self._tracking: dict[str, Any] | None = None
         self._dirty = True
         self._active = False
+        self.measurement_path: Path | None = None
 
     # ---- the context manager ----------------------------------------------------
 
@@ -651,17 +654,7 @@ class MetricsCollector(AbstractContextManager):
         """
         if self.t_start is None or self.t_end is None or self._active:
             raise RuntimeError("Cannot save measurement before context manager completes")
-        metadata = {
-            "cluster": self.cluster_shape(),
-            "span": {"name": SPAN_NAME, "id": self.span_id},
-            "collector": {
-                "track_workers": self.track_workers,
-                "worker_tracking_interval": self.worker_tracking_interval,
-                "plugin_interval": self.plugin_interval,
-                "processor_prefixes": sorted(self.processor_prefixes or ()),
-            },
-        }
-        return _save_measurement(
+        self.measurement_path = _save_measurement(
             self.get_metrics(),
             self.t_start,
             self.t_end,
@@ -672,9 +665,62 @@ class MetricsCollector(AbstractContextManager):
                 if self.snapshot_bytes is None
                 else _native.snapshot_to_state_json(self.snapshot_bytes)
             ),
-            metadata=metadata,
+            metadata=self._run_metadata(),
             overwrite=overwrite,
         )
+        return self.measurement_path
+
+    def _run_metadata(self) -> dict[str, Any]:
+        """What the collector adds to a measurement's metadata: cluster, span, settings."""
+        return {
+            "cluster": self.cluster_shape(),
+            "span": {"name": SPAN_NAME, "id": self.span_id},
+            "collector": {
+                "track_workers": self.track_workers,
+                "worker_tracking_interval": self.worker_tracking_interval,
+                "plugin_interval": self.plugin_interval,
+                "processor_prefixes": sorted(self.processor_prefixes or ()),
+            },
+        }
+
+    def save_report(self, path: Path | str, title: str | None = None) -> Path:
+        """Write the self-contained HTML report of the metrics.
+
+        The report shows the metadata :meth:`save_measurement` writes (software
+        versions, cluster shape, span, settings). Its measurement name is that
+        of the measurement this collector last saved, else the file's stem.
+
+        Parameters
+        ----------
+        path : path-like
+            The HTML file; parent directories are created.
+        title : str, optional
+            Page title; default ``"roastcoffea report: <name>"``.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        RuntimeError
+            Before the block exited, or as :meth:`get_metrics`.
+        OSError
+            When the file cannot be written.
+        """
+        from roastcoffea.report.html import write_report
+
+        if self.t_start is None or self.t_end is None or self._active:
+            raise RuntimeError("Cannot save report before context manager completes")
+        metrics = self.get_metrics()
+        saved = self.measurement_path
+        name = saved.name if saved is not None else Path(path).stem
+        native_file = NATIVE_STATE_FILE if saved is not None and self.snapshot_bytes else None
+        metadata = measurement_metadata(
+            name, self.t_start, self.t_end, native_file=native_file, extra=self._run_metadata()
+        )
+        return write_report(path, metrics, metadata, self.t_start, self.t_end, title=title)
 
 
 def _last(values: list[float]) -> float:

@@ -262,6 +262,59 @@ def _measurement_dir(output_dir: Path | str, name: str | None) -> Path:
     return Path(output_dir) / name
 
 
+def measurement_metadata(
+    name: str,
+    t0: float,
+    t1: float,
+    *,
+    native_file: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``metadata.json`` content of a measurement (also shown by the HTML report).
+
+    Parameters
+    ----------
+    name : str
+        The measurement's name.
+    t0, t1 : float
+        Wall-clock start and end, seconds since the Unix epoch.
+    native_file : str, optional
+        Name of the native data file saved with the measurement.
+    extra : mapping, optional
+        Entries added after the standard ones (e.g. ``{"cluster": {...}}``).
+
+    Returns
+    -------
+    dict
+        Schema version, name, UTC start and end, elapsed seconds, the time it
+        was made, software versions, the native file, then ``extra``.
+
+    Raises
+    ------
+    ValueError
+        For bad times, or ``extra`` keys that would replace standard ones.
+    """
+    t0, t1 = _check_times(t0, t1)
+    meta: dict[str, Any] = {
+        "format": MEASUREMENT_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "start_utc": _utc_iso(t0),
+        "end_utc": _utc_iso(t1),
+        "t0": t0,
+        "t1": t1,
+        "elapsed_time_seconds": t1 - t0,
+        "saved_utc": datetime.now(timezone.utc).isoformat(),
+        "versions": _package_versions(),
+        "native_file": native_file,
+    }
+    clash = set(extra or ()) & set(meta)
+    if clash:
+        raise ValueError(f"metadata may not replace {sorted(clash)}")
+    meta.update(extra or {})
+    return meta
+
+
 def save_measurement(
     metrics: dict[str, Any],
     t0: float,
@@ -329,26 +382,10 @@ def save_measurement(
         allow_nan=False,
         indent=1,
     )
-    meta: dict[str, Any] = {
-        "format": MEASUREMENT_FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "name": path.name,
-        "start_utc": _utc_iso(t0),
-        "end_utc": _utc_iso(t1),
-        "t0": t0,
-        "t1": t1,
-        "elapsed_time_seconds": t1 - t0,
-        "saved_utc": datetime.now(timezone.utc).isoformat(),
-        "versions": _package_versions(),
-        "native_file": None,
-    }
+    native_file = None
     if native_state is not None:
-        is_json = isinstance(native_state, str)
-        meta["native_file"] = NATIVE_STATE_FILE if is_json else NATIVE_SNAPSHOT_FILE
-    clash = set(metadata or ()) & set(meta)
-    if clash:
-        raise ValueError(f"metadata may not replace {sorted(clash)}")
-    meta.update(metadata or {})
+        native_file = NATIVE_STATE_FILE if isinstance(native_state, str) else NATIVE_SNAPSHOT_FILE
+    meta = measurement_metadata(path.name, t0, t1, native_file=native_file, extra=metadata)
     meta_text = json.dumps(to_tagged_json(meta), allow_nan=False, indent=1)
     config_text = None
     if config is not None:

@@ -1,0 +1,623 @@
+"""The tables of a metrics dictionary, as data.
+
+Each builder takes a metrics dictionary and returns a :class:`TableData`
+(title, columns, rows of :class:`Cell`, optional note), or None for a
+breakdown without data. The text of every cell is decided here, once; the
+renderers only lay it out: :mod:`roastcoffea.report.summary` with rich for the
+terminal, :mod:`roastcoffea.report.html` as an HTML page.
+
+A metric that could not be measured is a missing cell (:attr:`Cell.reason`
+set, text ``N/A``), the reason taken from ``metrics["unavailable"]``. Bad news
+(failed chunks, dropped events, lost workers) is an alert cell. The titles
+roastcoffea 0.1.2 had are kept: "Throughput Metrics", "Event Processing
+Metrics", "Resource Utilization", "Timing Breakdown", "Chunk Metrics" (with
+its "Total Chunks" row).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Formatter = Callable[[Any], str]
+
+#: Text of a missing cell.
+NA = "N/A"
+
+PREFIX_TABLE_TITLE = "Fine Metrics per Task Prefix"
+WORKER_TABLE_TITLE = "Fine Metrics per Worker"
+FAILED_CHUNKS_TITLE = "Failed Chunks"
+SECTIONS_TITLE = "Sections"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell.
+
+    Attributes
+    ----------
+    text : str
+        What the cell shows (``N/A`` when missing).
+    reason : str or None
+        Why the value is missing; None for a value.
+    alert : bool
+        The value is bad news (a failure, a loss).
+    indent : int
+        Nesting level of a row label under the row above it.
+    """
+
+    text: str
+    reason: str | None = None
+    alert: bool = False
+    indent: int = 0
+
+    @property
+    def missing(self) -> bool:
+        """Whether the value could not be measured."""
+        return self.reason is not None
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column heading; ``numeric`` columns are right-aligned."""
+
+    name: str
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A titled table: columns, rows of cells, and an optional note under it.
+
+    Raises
+    ------
+    ValueError
+        When a row does not have one cell per column.
+    """
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.title!r}: a row has {len(row)} cells for "
+                    f"{len(self.columns)} columns"
+                )
+
+
+# ---- formatting ------------------------------------------------------------------
+
+
+def format_bytes(value: float) -> str:
+    """Bytes with a binary unit (B, KiB, MiB, GiB, TiB, PiB)."""
+    value = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} B" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} PiB"
+
+
+def format_time(seconds: float) -> str:
+    """``X.XXs`` under a minute, ``Mm Ss`` under an hour, else ``Hh Mm Ss``."""
+    seconds = float(seconds)
+    if abs(seconds) < 60:
+        return f"{seconds:.3g}s" if abs(seconds) < 1 else f"{seconds:.2f}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)}m {secs:.0f}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{int(hours)}h {int(minutes)}m {secs:.0f}s"
+
+
+def number(digits: int = 2, suffix: str = "") -> Formatter:
+    """A formatter of numbers with thousands separators, ``digits`` decimals and a suffix."""
+    return lambda v: f"{v:,.{digits}f}{suffix}"
+
+
+def count(value: Any) -> str:
+    """An integer with thousands separators."""
+    return f"{int(value):,}"
+
+
+def percent(value: Any) -> str:
+    """A percentage given in percent: ``12.3%``."""
+    return f"{value:.1f}%"
+
+
+def fraction(value: Any) -> str:
+    """A fraction shown as a percentage: ``0.123`` is ``12.3%``."""
+    return f"{value:.1%}"
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is an int or float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def missing(reason: str) -> Cell:
+    """A cell for a value that could not be measured, and why."""
+    return Cell(NA, reason=reason)
+
+
+def show(value: Any, fmt: Formatter, reason: str = "not measured") -> Cell:
+    """``value`` formatted, or a missing cell when it is None or not finite."""
+    if value is None:
+        return missing(reason)
+    if isinstance(value, float) and not math.isfinite(value):
+        return missing("not a finite number")
+    try:
+        return Cell(fmt(value))
+    except (TypeError, ValueError):
+        return Cell(str(value))
+
+
+def value_cell(metrics: Mapping[str, Any], key: str, fmt: Formatter) -> Cell:
+    """The formatted value of ``metrics[key]``, or a missing cell with the reason."""
+    if key not in metrics:
+        return missing("not computed")
+    reason = (metrics.get("unavailable") or {}).get(key, "not measured")
+    return show(metrics[key], fmt, str(reason))
+
+
+def _or_zero(value: Any) -> float:
+    return float(value) if is_number(value) else 0.0
+
+
+def _label(text: str) -> Cell:
+    """A row label; two leading spaces nest it under the row above."""
+    stripped = text.lstrip(" ")
+    return Cell(stripped, indent=(len(text) - len(stripped)) // 2)
+
+
+KV_COLUMNS = (Column("Metric"), Column("Value", numeric=True))
+
+Spec = tuple[str, str, Formatter]
+
+
+def _kv_rows(metrics: Mapping[str, Any], specs: Iterable[Spec]) -> list[tuple[Cell, ...]]:
+    return [(_label(label), value_cell(metrics, key, fmt)) for label, key, fmt in specs]
+
+
+def _kv_table(title: str, rows: Iterable[tuple[Cell, ...]], note: str | None = None) -> TableData:
+    return TableData(title, KV_COLUMNS, tuple(rows), note)
+
+
+# ---- summary tables --------------------------------------------------------------
+
+
+def throughput_table(metrics: Mapping[str, Any]) -> TableData:
+    """Data rate and bytes read."""
+    rate = metrics.get("overall_rate_gbps")
+    if is_number(rate) and math.isfinite(rate):
+        rate_cell = Cell(f"{rate:.3f} Gbps ({rate * 1000 / 8:.1f} MB/s)")
+    else:
+        rate_cell = value_cell(metrics, "overall_rate_gbps", str)
+    rows = [(Cell("Data Rate"), rate_cell)]
+    rows += _kv_rows(
+        metrics,
+        (
+            ("Bytes Read (compressed)", "bytes_read_compressed", format_bytes),
+            ("Bytes Read (uncompressed)", "bytes_read_uncompressed", format_bytes),
+            ("Compression Ratio", "compression_ratio", number(3)),
+            ("Memory Read (Dask Spans)", "total_bytes_memory_read_dask", format_bytes),
+        ),
+    )
+    return _kv_table("Throughput Metrics", rows)
+
+
+def event_processing_table(metrics: Mapping[str, Any]) -> TableData:
+    """Events and event rates."""
+    rows = _kv_rows(
+        metrics,
+        (
+            ("Total Events", "total_events", count),
+            ("Event Rate (Wall Time)", "event_rate_wall_khz", number(2, " kHz")),
+            ("Event Rate (Aggregated)", "event_rate_agg_khz", number(2, " kHz")),
+            ("Event Rate (per Core)", "event_rate_core_hz", number(1, " Hz/core")),
+        ),
+    )
+    return _kv_table("Event Processing Metrics", rows)
+
+
+def _peak_per_worker(value: Any) -> str:
+    if isinstance(value, Mapping):
+        numbers = [v for v in value.values() if is_number(v)]
+        return f"{format_bytes(max(numbers))} (max of {len(numbers)} workers)"
+    return format_bytes(value)
+
+
+def _worker_name(worker: Any) -> str:
+    if isinstance(worker, Mapping):
+        return str(worker.get("name") or worker.get("address"))
+    return str(worker)
+
+
+def resources_table(metrics: Mapping[str, Any]) -> TableData:
+    """Workers, cores, memory and efficiency."""
+    rows = _kv_rows(
+        metrics,
+        (
+            ("Workers (Time-Averaged)", "avg_workers", number(2)),
+            ("Peak Workers", "peak_workers", count),
+            ("Cores per Worker", "cores_per_worker", number(2)),
+            ("Total Cores (Time-Averaged)", "total_cores", number(2)),
+            ("Core Efficiency", "core_efficiency", fraction),
+            ("Speedup Factor", "speedup_factor", number(2, "x")),
+            ("I/O Overhead", "io_overhead_pct", percent),
+            ("Peak Memory (cluster)", "peak_memory_bytes", format_bytes),
+        ),
+    )
+    peak = metrics.get("peak_memory_per_worker_bytes")
+    if isinstance(peak, Mapping) and not any(is_number(v) for v in peak.values()):
+        peak_cell = missing("no memory sample")
+    else:
+        peak_cell = value_cell(metrics, "peak_memory_per_worker_bytes", _peak_per_worker)
+    rows.append((Cell("Peak Memory (per worker)"), peak_cell))
+    rows += _kv_rows(
+        metrics, (("Avg Memory (per worker)", "avg_memory_per_worker_bytes", format_bytes),)
+    )
+    lost = metrics.get("lost_workers")
+    if isinstance(lost, list):
+        text = f"{len(lost)}: " + ", ".join(_worker_name(w) for w in lost) if lost else "0"
+        rows.append((Cell("Lost Workers"), Cell(text, alert=bool(lost))))
+    return _kv_table("Resource Utilization", rows)
+
+
+def timing_table(metrics: Mapping[str, Any]) -> TableData:
+    """Wall time, CPU time and chunks."""
+    rows = _kv_rows(
+        metrics,
+        (
+            ("Wall Time", "wall_time", format_time),
+            ("Total CPU Time (thread-cpu)", "total_cpu_time", format_time),
+            ("Processor Task Time", "processor_task_time_seconds", format_time),
+            ("Coffea Process Time", "total_process_time", format_time),
+            ("Number of Chunks", "num_chunks", count),
+            ("Avg CPU Time/Chunk", "avg_cpu_time_per_chunk", format_time),
+        ),
+    )
+    return _kv_table("Timing Breakdown", rows)
+
+
+def fine_metrics_table(metrics: Mapping[str, Any]) -> TableData:
+    """Processor vs overhead thread time, spill, compression and serialization, from the span."""
+    rows: list[tuple[Cell, ...]] = []
+    prefixes = metrics.get("processor_prefixes")
+    if isinstance(prefixes, list):
+        shown = ", ".join(str(p) for p in prefixes) if prefixes else "none"
+        source = metrics.get("processor_prefix_source")
+        rows.append((Cell("Processor Task Prefixes"), Cell(f"{shown} ({source})")))
+    rows += _kv_rows(
+        metrics,
+        (
+            ("Processor CPU Time", "processor_cpu_time_seconds", format_time),
+            ("Processor Non-CPU Time", "processor_noncpu_time_seconds", format_time),
+            ("  CPU %", "processor_cpu_percentage", percent),
+            ("  Non-CPU %", "processor_noncpu_percentage", percent),
+            ("Overhead CPU Time", "overhead_cpu_time_seconds", format_time),
+            ("Overhead Non-CPU Time", "overhead_noncpu_time_seconds", format_time),
+            ("Disk Read (spill)", "disk_read_bytes", format_bytes),
+            ("Disk Write (spill)", "disk_write_bytes", format_bytes),
+            ("Compression Overhead", "total_compression_overhead_seconds", format_time),
+            ("  Compress", "compression_time_seconds", format_time),
+            ("  Decompress", "decompression_time_seconds", format_time),
+            ("Serialization Overhead", "total_serialization_overhead_seconds", format_time),
+            ("  Serialize", "serialization_time_seconds", format_time),
+            ("  Deserialize", "deserialization_time_seconds", format_time),
+        ),
+    )
+    return _kv_table("Fine Metrics (from Dask Spans)", rows)
+
+
+#: Columns of a row of task statistics and digests (per prefix, per worker).
+TASK_COLUMNS = tuple(
+    Column(name, numeric=True)
+    for name in ("Tasks", "Erred", "Compute", "Thread CPU", "Thread Non-CPU")
+)
+
+
+def _task_cells(row: Mapping[str, Any]) -> tuple[Cell, ...]:
+    erred = _or_zero(row.get("erred"))
+    return (
+        Cell(count(_or_zero(row.get("tasks")))),
+        Cell(count(erred), alert=erred > 0),
+        Cell(format_time(_or_zero(row.get("compute_s")))),
+        Cell(format_time(_or_zero(row.get("thread_cpu_seconds")))),
+        Cell(format_time(_or_zero(row.get("thread_noncpu_seconds")))),
+    )
+
+
+def prefix_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Per task prefix: tasks, compute time and thread time; None without data."""
+    per_prefix = metrics.get("per_prefix")
+    if not isinstance(per_prefix, Mapping) or not per_prefix:
+        return None
+    rows = tuple(
+        (
+            Cell(str(prefix)),
+            Cell("processor" if row.get("processor") else "overhead"),
+            *_task_cells(row),
+        )
+        for prefix, row in per_prefix.items()
+    )
+    columns = (Column("Prefix"), Column("Role"), *TASK_COLUMNS)
+    return TableData(PREFIX_TABLE_TITLE, columns, rows)
+
+
+def worker_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Per worker: tasks and thread time of the span; None without data."""
+    per_worker = metrics.get("per_worker")
+    if not isinstance(per_worker, Mapping) or not per_worker:
+        return None
+    lost = {w.get("address") for w in metrics.get("lost_workers") or () if isinstance(w, Mapping)}
+    rows = tuple(
+        (
+            Cell(f"{worker} (lost)", alert=True) if worker in lost else Cell(str(worker)),
+            *_task_cells(row),
+        )
+        for worker, row in per_worker.items()
+    )
+    note = f"{len(lost & set(per_worker))} of these workers were lost" if lost else None
+    return TableData(WORKER_TABLE_TITLE, (Column("Worker"), *TASK_COLUMNS), rows, note)
+
+
+def chunk_table(metrics: Mapping[str, Any]) -> TableData:
+    """Chunk counts and per-chunk distributions."""
+    rows = [(Cell("Total Chunks"), value_cell(metrics, "num_chunks", count))]
+    if is_number(metrics.get("num_successful_chunks")):
+        failed = metrics.get("num_failed_chunks") or 0
+        rows.append((_label("  Successful"), Cell(count(metrics["num_successful_chunks"]))))
+        rows.append((_label("  Failed"), Cell(count(failed), alert=bool(failed))))
+    rows += _kv_rows(
+        metrics,
+        (
+            ("Mean Chunk Time (process)", "chunk_duration_mean", format_time),
+            ("  Min", "chunk_duration_min", format_time),
+            ("  Max", "chunk_duration_max", format_time),
+            ("  Std Dev", "chunk_duration_std", format_time),
+            ("Mean Task Time (whole task)", "chunk_task_duration_mean", format_time),
+            ("Mean Memory Delta", "chunk_mem_delta_mean_mb", number(1, " MiB")),
+            ("Mean Events/Chunk", "chunk_events_mean", number(0)),
+            ("  Min", "chunk_events_min", count),
+            ("  Max", "chunk_events_max", count),
+        ),
+    )
+    return _kv_table("Chunk Metrics", rows)
+
+
+def dataset_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Per dataset: chunks, failures, events, durations; None without chunk records."""
+    per_dataset = metrics.get("per_dataset")
+    if not isinstance(per_dataset, Mapping) or not per_dataset:
+        return None
+    names = ("Chunks", "Failed", "Events", "Mean Time", "Events/s (process)")
+    columns = (Column("Dataset"), *(Column(name, numeric=True) for name in names))
+    rows = []
+    for dataset, row in per_dataset.items():
+        failed = _or_zero(row.get("num_failed"))
+        rows.append(
+            (
+                Cell(str(dataset)),
+                Cell(count(_or_zero(row.get("num_chunks")))),
+                Cell(count(failed), alert=failed > 0),
+                show(row.get("total_events"), count, "a chunk lacks the event count"),
+                show(row.get("mean_duration"), format_time, "no successful chunk"),
+                show(row.get("events_per_second"), number(0), "no event count or duration"),
+            )
+        )
+    return TableData("Chunks per Dataset", columns, tuple(rows))
+
+
+def failed_chunks_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """The failed chunks and their errors; None when none failed."""
+    failed = metrics.get("failed_chunks")
+    if not isinstance(failed, list) or not failed:
+        return None
+    columns = tuple(Column(n) for n in ("Dataset", "File", "Entries", "Worker", "Error"))
+    rows = tuple(
+        (
+            Cell(str(chunk.get("dataset"))),
+            Cell(str(chunk.get("file"))),
+            Cell(f"{chunk.get('entry_start')}-{chunk.get('entry_stop')}"),
+            Cell(str(chunk.get("worker"))),
+            Cell(str(chunk.get("error")), alert=True),
+        )
+        for chunk in failed
+    )
+    return TableData(FAILED_CHUNKS_TITLE, columns, rows)
+
+
+#: Section kind -> (unit label, formatter).
+_SECTION_KINDS: dict[str, tuple[str, Formatter]] = {
+    "timing": ("time", format_time),
+    "memory": ("memory", number(2, " MiB")),
+    "bytes": ("bytes", format_bytes),
+    "custom": ("custom", number(4)),
+}
+
+_SECTION_STATS = ("total", "mean", "min", "max", "std")
+
+
+def sections_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Per-section statistics across chunks; None without sections."""
+    sections = metrics.get("sections")
+    if not isinstance(sections, Mapping) or not any(sections.values()):
+        return None
+    rows = []
+    for kind, by_name in sections.items():
+        if not isinstance(by_name, Mapping):
+            continue
+        label, fmt = _SECTION_KINDS.get(kind, (str(kind), number(4)))
+        for name, stats in by_name.items():
+            if not isinstance(stats, Mapping):
+                continue
+            rows.append(
+                (
+                    Cell(label),
+                    Cell(str(name)),
+                    Cell(count(_or_zero(stats.get("count")))),
+                    *(show(stats.get(s), fmt, "no numeric value") for s in _SECTION_STATS),
+                )
+            )
+    names = ("Chunks", "Total", "Mean", "Min", "Max", "Std Dev")
+    columns = (Column("Kind"), Column("Section"), *(Column(n, numeric=True) for n in names))
+    return TableData(SECTIONS_TITLE, columns, tuple(rows))
+
+
+#: Monitoring counters: (label, key, formatter, positive values are bad news).
+_MONITORING_ROWS: tuple[tuple[str, str, Formatter, bool], ...] = (
+    ("Transition Events", "events", count, False),
+    ("Dropped Events", "dropped_events", count, True),
+    ("Hook Calls", "hook_calls", count, False),
+    ("Hook Errors", "hook_errors", count, True),
+    ("Hook Time per Call", "hook_ns_per_call", number(0, " ns"), False),
+    ("Worker Payloads", "payloads", count, False),
+    ("Payload Bytes", "payload_bytes", format_bytes, False),
+    ("Payload Errors", "payload_errors", count, True),
+    ("Payload Gaps", "payload_gaps", count, False),
+    ("Records", "records", count, False),
+    ("Records Dropped", "records_dropped", count, True),
+    ("Rows Refused", "rows_refused", count, True),
+    ("Series Memory", "series_bytes", format_bytes, False),
+    ("Flush Time", "flush_seconds", format_time, False),
+    ("Collector Exit Time", "exit_seconds", format_time, False),
+    ("Snapshot Size", "snapshot_bytes", format_bytes, False),
+)
+
+
+def monitoring_table(metrics: Mapping[str, Any]) -> TableData:
+    """What monitoring cost and whether it lost anything."""
+    title = "Monitoring Overhead"
+    monitoring = metrics.get("monitoring")
+    if not isinstance(monitoring, Mapping):
+        return _kv_table(title, [(Cell("Monitoring"), value_cell(metrics, "monitoring", str))])
+    rows = []
+    for label, key, fmt, bad_if_positive in _MONITORING_ROWS:
+        value = monitoring.get(key)
+        cell = show(value, fmt, "not measured" if key in monitoring else "not reported")
+        if bad_if_positive and is_number(value) and value > 0:
+            cell = Cell(cell.text, alert=True)
+        rows.append((Cell(label), cell))
+    errors = monitoring.get("errors")
+    if isinstance(errors, Mapping) and errors:
+        shown = ", ".join(f"{k}: {v}" for k, v in sorted(errors.items()))
+        rows.append((Cell("Caught Errors"), Cell(shown, alert=True)))
+    rows += [
+        (Cell("Collector Error"), Cell(str(m), alert=True))
+        for m in monitoring.get("collector_errors") or ()
+    ]
+    rows += [(Cell("Note"), Cell(str(note))) for note in monitoring.get("notes") or ()]
+    return _kv_table(title, rows)
+
+
+def unavailable_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Every metric that could not be measured and why; None when all were."""
+    unavailable = metrics.get("unavailable")
+    if not isinstance(unavailable, Mapping) or not unavailable:
+        return None
+    rows = tuple((Cell(str(k)), Cell(str(v))) for k, v in sorted(unavailable.items()))
+    columns = (Column("Metric"), Column("Why it is not available"))
+    return TableData("Metrics Not Measured", columns, rows)
+
+
+#: Every table builder of the summary, in its order.
+TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
+    throughput_table,
+    event_processing_table,
+    resources_table,
+    timing_table,
+    fine_metrics_table,
+    prefix_table,
+    worker_table,
+    chunk_table,
+    dataset_table,
+    failed_chunks_table,
+    sections_table,
+    monitoring_table,
+)
+
+
+def build_tables(metrics: Mapping[str, Any]) -> list[TableData]:
+    """Every table of the summary, in order (breakdowns without data are left out)."""
+    tables = (build(metrics) for build in TABLE_BUILDERS)
+    return [table for table in tables if table is not None]
+
+
+# ---- run metadata ----------------------------------------------------------------
+
+#: Top-level ``metadata.json`` entries shown in the "Measurement" table.
+_MEASUREMENT_KEYS = (
+    ("Name", "name"),
+    ("Start (UTC)", "start_utc"),
+    ("End (UTC)", "end_utc"),
+    ("Elapsed", "elapsed_time_seconds"),
+    ("Saved (UTC)", "saved_utc"),
+    ("Native Data File", "native_file"),
+    ("Layout", "format"),
+    ("Schema Version", "schema_version"),
+)
+
+#: Titles of the dict-valued metadata entries roastcoffea writes.
+_METADATA_SECTIONS = {
+    "versions": "Software Versions",
+    "cluster": "Cluster Shape",
+    "span": "Dask Span",
+    "collector": "Collector Settings",
+}
+
+
+def _plain(value: Any) -> str:
+    """A metadata value as text: lists joined, numbers with separators."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ", ".join(_plain(v) for v in value) if value else "none"
+    if isinstance(value, bool) or value is None:
+        return "yes" if value else ("no" if value is False else NA)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _metadata_cell(key: str, value: Any) -> Cell:
+    if value is None:
+        return missing("not recorded")
+    if key.endswith("_bytes") and is_number(value):
+        return Cell(format_bytes(value))
+    if key.endswith("_seconds") and is_number(value):
+        return Cell(format_time(value))
+    return Cell(_plain(value))
+
+
+def _dict_table(title: str, data: Mapping[str, Any]) -> TableData:
+    rows = [(Cell(str(key)), _metadata_cell(str(key), value)) for key, value in data.items()]
+    return TableData(title, (Column("Entry"), Column("Value")), tuple(rows))
+
+
+def metadata_tables(metadata: Mapping[str, Any]) -> list[TableData]:
+    """The run metadata (``metadata.json``) as tables.
+
+    One "Measurement" table of the top-level entries, then one table per
+    dict-valued entry (software versions, cluster shape, span, collector
+    settings, and any the caller added).
+    """
+    top = [
+        (Cell(label), _metadata_cell(key, metadata[key]))
+        for label, key in _MEASUREMENT_KEYS
+        if key in metadata
+    ]
+    known = {key for _, key in _MEASUREMENT_KEYS} | {"t0", "t1"}
+    nested = []
+    for key, value in metadata.items():
+        if isinstance(value, Mapping):
+            nested.append(_dict_table(_METADATA_SECTIONS.get(key, str(key)), value))
+        elif key not in known:
+            top.append((Cell(str(key)), _metadata_cell(str(key), value)))
+    if not top:
+        return nested
+    return [TableData("Measurement", (Column("Entry"), Column("Value")), tuple(top)), *nested]

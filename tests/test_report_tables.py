@@ -1,0 +1,129 @@
+"""Table content as data (report.tables) and its terminal rendering (report.summary)."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import pytest
+from measured_run import Measured
+from rich.console import Console
+
+from roastcoffea import load_measurement
+from roastcoffea.measurement import load_metadata
+from roastcoffea.report import tables
+from roastcoffea.report.summary import MAX_ROWS, print_summary, summary_tables
+from roastcoffea.report.tables import Cell, Column, TableData
+
+
+def printed(metrics: dict[str, Any]) -> str:
+    out = io.StringIO()
+    print_summary(metrics, Console(file=out, width=200))
+    return out.getvalue()
+
+
+def rows_of(table: TableData) -> dict[str, Cell]:
+    return {row[0].text: row[1] for row in table.rows}
+
+
+def test_formatting() -> None:
+    assert tables.format_bytes(512) == "512 B"
+    assert tables.format_bytes(3 * 1024**3) == "3.00 GiB"
+    assert tables.format_bytes(2 * 1024**5) == "2.00 PiB"
+    assert tables.format_time(0.01234) == "0.0123s"
+    assert tables.format_time(12.345) == "12.35s"
+    assert tables.format_time(125) == "2m 5s"
+    assert tables.format_time(3 * 3600 + 61) == "3h 1m 1s"
+    assert tables.number(1, " kHz")(1234.56) == "1,234.6 kHz"
+    assert tables.fraction(0.1234) == "12.3%" and tables.percent(12.34) == "12.3%"
+
+
+def test_missing_values_carry_their_reason() -> None:
+    metrics = {
+        "wall_time": None,
+        "total_cpu_time": math.nan,
+        "unavailable": {"wall_time": "no clock"},
+    }
+    assert tables.value_cell(metrics, "wall_time", tables.format_time) == Cell(
+        "N/A", reason="no clock"
+    )
+    assert tables.value_cell(metrics, "total_cpu_time", tables.format_time).reason == (
+        "not a finite number"
+    )
+    assert tables.value_cell(metrics, "absent", str).reason == "not computed"
+    assert tables.value_cell({"k": None}, "k", str).reason == "not measured"
+    assert tables.value_cell({"k": "text"}, "k", tables.count) == Cell("text")
+
+
+def test_a_row_must_fill_the_columns() -> None:
+    with pytest.raises(ValueError, match="2 cells for 3 columns"):
+        TableData("T", (Column("a"), Column("b"), Column("c")), ((Cell("1"), Cell("2")),))
+
+
+def test_tables_of_the_measured_run(measured: Measured) -> None:
+    metrics = measured.metrics
+    by_title = {t.title: t for t in tables.build_tables(metrics)}
+    timing = rows_of(by_title["Timing Breakdown"])
+    assert timing["Wall Time"].text == tables.format_time(metrics["wall_time"])
+    assert timing["Number of Chunks"].text == "28"
+    fine = rows_of(by_title["Fine Metrics (from Dask Spans)"])
+    assert fine["Processor Task Prefixes"].text == "MeasuredProcessor (workers)"
+    labels = {row[0].text: row[0] for row in by_title["Fine Metrics (from Dask Spans)"].rows}
+    assert labels["CPU %"].indent == 1 and labels["Processor CPU Time"].indent == 0
+    assert fine["CPU %"].text == tables.percent(metrics["processor_cpu_percentage"])
+    datasets = by_title["Chunks per Dataset"]
+    assert sum(int(row[3].text) for row in datasets.rows) == metrics["total_events"]
+    assert [row[0].text for row in by_title["Fine Metrics per Worker"].rows] == list(
+        metrics["per_worker"]
+    )
+    sections = {(row[0].text, row[1].text) for row in by_title["Sections"].rows}
+    assert sections == {("time", "select"), ("memory", "count"), ("bytes", "jets")}
+    assert "Failed Chunks" not in by_title  # no chunk failed
+
+
+def test_metadata_tables(measured: Measured) -> None:
+    metadata = load_metadata(measured.path)
+    by_title = {t.title: t for t in tables.metadata_tables(metadata)}
+    assert list(by_title) == [
+        "Measurement",
+        "Software Versions",
+        "Cluster Shape",
+        "Dask Span",
+        "Collector Settings",
+    ]
+    cluster = rows_of(by_title["Cluster Shape"])
+    limit = metadata["cluster"]["memory_limit_bytes"]
+    assert cluster["memory_limit_bytes"].text == tables.format_bytes(limit)
+    assert rows_of(by_title["Collector Settings"])["processor_prefixes"].text == "none"
+    assert rows_of(by_title["Measurement"])["Elapsed"].text == tables.format_time(
+        metadata["t1"] - metadata["t0"]
+    )
+
+
+def test_live_and_loaded_summaries_are_identical(measured: Measured) -> None:
+    loaded, _, _ = load_measurement(measured.path)
+    assert printed(loaded) == printed(measured.metrics)
+
+
+def test_terminal_shortens_the_longest_breakdowns_only() -> None:
+    row = {"tasks": 1, "erred": 0, "compute_s": 1.0}
+    metrics = {
+        "per_worker": {f"w{i}": row for i in range(100)},
+        "per_prefix": {f"p{i}": row for i in range(100)},
+    }
+    by_title = {t.title: t for t in summary_tables(metrics)}
+    assert by_title["Fine Metrics per Worker"].row_count == MAX_ROWS + 1
+    assert by_title["Fine Metrics per Task Prefix"].row_count == 100
+    text = printed(metrics)
+    assert f"... {100 - MAX_ROWS} more" in text and "p99" in text and "w99" not in text
+
+
+def test_text_is_never_read_as_markup() -> None:
+    metrics = {
+        "failed_chunks": [
+            {"dataset": "[bold]ds[/bold]", "file": "f", "worker": "w", "error": "KeyError: [red]"}
+        ]
+    }
+    text = printed(metrics)
+    assert "[bold]ds[/bold]" in text and "KeyError: [red]" in text
