@@ -143,6 +143,9 @@ def test_cli_runs_the_demo_on_its_own_cluster(
     text = capsys.readouterr().out
     assert "cutflow: events 4,000, dijet" in text
     assert (tmp_path / "out" / "demo" / "metrics.json").is_file()
+    report = tmp_path / "out" / "demo" / "report.html"
+    assert f"report written to {report}" in text
+    assert "Throughput Metrics" in report.read_text()
     assert len(list((tmp_path / "data").glob("nano_*.root"))) == 2
 
 

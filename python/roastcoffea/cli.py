@@ -1,10 +1,59 @@
-"""The ``roastcoffea`` command line."""
+"""The ``roastcoffea`` command line: demo, show, report, plot, compare.
+
+A measurement that is missing or corrupt is reported on one line and the
+command exits with status 2 (as argparse does for a bad command line); an
+output that cannot be written exits with status 1. Never a traceback for
+either.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+#: Exit status for a bad command line or an unreadable measurement.
+USAGE_ERROR = 2
+#: Exit status when an output cannot be written.
+OUTPUT_ERROR = 1
+
+
+class CommandError(Exception):
+    """A one-line error of a command, with its exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Loaded:
+    """A measurement read from disk."""
+
+    path: Path
+    metrics: dict[str, Any]
+    metadata: dict[str, Any]
+    t0: float
+    t1: float
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name") or self.path.name)
+
+
+def _load(path: Path) -> Loaded:
+    """Read a measurement; a missing or corrupt one is a :class:`CommandError`."""
+    from roastcoffea.measurement import load_measurement, load_metadata
+
+    try:
+        metrics, t0, t1 = load_measurement(path)
+        metadata = load_metadata(path)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read measurement: {exc}", USAGE_ERROR) from None
+    return Loaded(path, metrics, metadata, t0, t1)
 
 
 def _positive(text: str) -> int:
@@ -52,7 +101,144 @@ def _parser() -> argparse.ArgumentParser:
         help="directory of the saved measurement (default ./roastcoffea-demo)",
     )
     demo.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
+    demo.add_argument(
+        "--no-report",
+        action="store_true",
+        help="do not write report.html next to the measurement",
+    )
+
+    show = commands.add_parser(
+        "show",
+        help="print the summary of a saved measurement",
+        description="Print the summary tables of a measurement saved by save_measurement.",
+    )
+    show.add_argument("measurement", type=Path, help="the measurement directory")
+
+    report = commands.add_parser(
+        "report",
+        help="write the self-contained HTML report of a measurement",
+        description="Write one HTML file with the summary and fine-metrics tables, every "
+        "applicable figure (inline), chunk and section statistics, run metadata and the "
+        "monitoring overhead. It needs no network and opens offline.",
+    )
+    report.add_argument("measurement", type=Path, help="the measurement directory")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="the HTML file (default MEASUREMENT/report.html)",
+    )
+
+    plot = commands.add_parser(
+        "plot",
+        help="save every applicable figure of a measurement",
+        description="Draw every figure the measurement has data for and save one file each.",
+    )
+    plot.add_argument("measurement", type=Path, help="the measurement directory")
+    plot.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="the directory of the figures (default MEASUREMENT/plots)",
+    )
+    plot.add_argument(
+        "--format",
+        choices=("png", "svg", "pdf"),
+        default="png",
+        help="image format (default png)",
+    )
+
+    compare = commands.add_parser(
+        "compare",
+        help="key metrics of several measurements side by side",
+        description="Print the key metrics of two or more measurements side by side; each "
+        "measurement after the first shows its difference from and ratio to the first.",
+    )
+    compare.add_argument(
+        "measurements", type=Path, nargs="+", metavar="MEASUREMENT", help="two or more"
+    )
+    compare.add_argument(
+        "--plot", type=Path, default=None, metavar="FILE", help="also save the comparison figure"
+    )
     return parser
+
+
+def _show(args: argparse.Namespace) -> int:
+    from roastcoffea.report.summary import print_summary
+
+    loaded = _load(args.measurement)
+    start = loaded.metadata.get("start_utc", "?")
+    versions = loaded.metadata.get("versions") or {}
+    print(
+        f"measurement {loaded.name} ({loaded.path}): started {start} UTC, "
+        f"{loaded.t1 - loaded.t0:.2f} s, roastcoffea {versions.get('roastcoffea', '?')}"
+    )
+    print_summary(loaded.metrics)
+    return 0
+
+
+def _written(what: str, write: Any) -> Any:
+    """Run ``write()``; an OSError becomes a one-line :class:`CommandError`."""
+    try:
+        return write()
+    except OSError as exc:
+        raise CommandError(f"cannot write {what}: {exc}", OUTPUT_ERROR) from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    from roastcoffea.report.html import write_report
+
+    loaded = _load(args.measurement)
+    output = args.output or loaded.path / "report.html"
+    path = _written(
+        output,
+        lambda: write_report(
+            output, loaded.metrics, loaded.metadata, loaded.t0, loaded.t1, title=loaded.name
+        ),
+    )
+    print(f"report written to {path}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from roastcoffea.plots.catalog import save_plots
+
+    loaded = _load(args.measurement)
+    output = args.output or loaded.path / "plots"
+    paths = _written(output, lambda: save_plots(loaded.metrics, output, fmt=args.format))
+    print(f"{len(paths)} figures written to {output}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from roastcoffea.report.compare import compare_metrics, comparison_table
+
+    if len(args.measurements) < 2:
+        raise CommandError("compare needs at least two measurements", USAGE_ERROR)
+    loaded = [_load(path) for path in args.measurements]
+    names = [item.name for item in loaded]
+    rows = compare_metrics([item.metrics for item in loaded])
+    Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(names, rows))
+    if args.plot is not None:
+        from roastcoffea.plots.compare import plot_measurement_comparison
+
+        _written(
+            args.plot,
+            lambda: plot_measurement_comparison(
+                [(item.metrics, item.metadata) for item in loaded],
+                labels=names,
+                output_path=args.plot,
+            ),
+        )
+        print(f"comparison figure written to {args.plot}")
+    return 0
+
+
+_COMMANDS = {"show": _show, "report": _report, "plot": _plot, "compare": _compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,9 +259,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from roastcoffea.demo.analysis import main as demo_main
 
         return demo_main(
-            args.data_dir, args.events, args.files, args.chunksize, args.workers, args.output
+            args.data_dir,
+            args.events,
+            args.files,
+            args.chunksize,
+            args.workers,
+            args.output,
+            report=not args.no_report,
         )
-    raise AssertionError(f"unhandled command {args.command!r}")
+    try:
+        return _COMMANDS[args.command](args)
+    except CommandError as exc:
+        print(f"roastcoffea {args.command}: error: {exc}", file=sys.stderr)
+        return exc.status
 
 
 if __name__ == "__main__":

@@ -167,6 +167,8 @@ class DemoResult:
         The collector's metrics; None when run with ``collect=False``.
     measurement : pathlib.Path or None
         The saved measurement directory; None when run with ``collect=False``.
+    html_report : pathlib.Path or None
+        The HTML report in the measurement directory; None when not written.
     """
 
     files: list[Path]
@@ -175,6 +177,7 @@ class DemoResult:
     wall_seconds: float
     metrics: dict[str, Any] | None = None
     measurement: Path | None = None
+    html_report: Path | None = None
 
 
 def _run(client: Client, fileset: dict[str, Any], chunksize: int) -> tuple[dict, dict, float]:
@@ -203,6 +206,7 @@ def run_demo(
     client: Client | None = None,
     collect: bool = True,
     summary: bool = True,
+    report: bool = False,
 ) -> DemoResult:
     """Run the demo analysis on synthetic NanoAOD, measured by a MetricsCollector.
 
@@ -231,6 +235,8 @@ def run_demo(
         measurement; False runs the bare analysis (the benchmark baseline).
     summary : bool, default True
         Print the collector's summary.
+    report : bool, default False
+        Also write the HTML report, ``report.html`` in the measurement directory.
 
     Returns
     -------
@@ -248,7 +254,15 @@ def run_demo(
     fileset = {DATASET: {"files": {str(path): TREE for path in files}}}
     if client is not None:
         return _measured(
-            client, files, fileset, chunksize, output_dir, measurement_name, collect, summary
+            client,
+            files,
+            fileset,
+            chunksize,
+            output_dir,
+            measurement_name,
+            collect,
+            summary,
+            report,
         )
     with (
         LocalCluster(
@@ -257,7 +271,15 @@ def run_demo(
         Client(cluster) as own_client,
     ):
         return _measured(
-            own_client, files, fileset, chunksize, output_dir, measurement_name, collect, summary
+            own_client,
+            files,
+            fileset,
+            chunksize,
+            output_dir,
+            measurement_name,
+            collect,
+            summary,
+            report,
         )
 
 
@@ -270,21 +292,23 @@ def _measured(
     measurement_name: str,
     collect: bool,
     summary: bool,
+    report: bool,
 ) -> DemoResult:
     if not collect:
-        output, report, wall = _run(client, fileset, chunksize)
-        return DemoResult(files, output, report, wall)
+        output, coffea_report, wall = _run(client, fileset, chunksize)
+        return DemoResult(files, output, coffea_report, wall)
     # Imported here: workers unpickle DemoProcessor from this module and need
     # nothing of the collector side.
     from roastcoffea import MetricsCollector
 
     with MetricsCollector(client) as collector:
-        output, report, wall = _run(client, fileset, chunksize)
-        collector.set_coffea_report(report)
+        output, coffea_report, wall = _run(client, fileset, chunksize)
+        collector.set_coffea_report(coffea_report)
     if summary:
         collector.print_summary()
-    path = collector.save_measurement(Path(output_dir), measurement_name, overwrite=True)
-    return DemoResult(files, output, report, wall, collector.get_metrics(), Path(path))
+    path = Path(collector.save_measurement(Path(output_dir), measurement_name, overwrite=True))
+    html = collector.save_report(path / "report.html") if report else None
+    return DemoResult(files, output, coffea_report, wall, collector.get_metrics(), path, html)
 
 
 def main(
@@ -294,6 +318,7 @@ def main(
     chunksize: int = DEFAULT_CHUNKSIZE,
     n_workers: int = 2,
     output_dir: str | os.PathLike[str] = DEFAULT_OUTPUT,
+    report: bool = True,
 ) -> int:
     """The ``roastcoffea demo`` command; returns the process exit code."""
     directory = default_data_dir() if data_dir is None else Path(data_dir)
@@ -302,8 +327,10 @@ def main(
     files = ensure_files(directory, n_events, n_files)
     size = sum(path.stat().st_size for path in files)
     print(f"input ready in {time.perf_counter() - started:.1f} s ({size / 2**20:,.0f} MiB)")
-    result = run_demo(directory, n_events, n_files, chunksize, n_workers, output_dir)
+    result = run_demo(directory, n_events, n_files, chunksize, n_workers, output_dir, report=report)
     counts = result.output[DATASET]["cutflow"]
     print("cutflow: " + ", ".join(f"{step} {counts[step]:,}" for step in CUTFLOW))
     print(f"measurement saved to {result.measurement}")
+    if result.html_report is not None:
+        print(f"report written to {result.html_report}")
     return 0

@@ -1,0 +1,127 @@
+"""Key metrics of several measurements side by side, with deltas and ratios.
+
+The first measurement is the baseline: every other one gets, per metric, its
+difference from the baseline and its ratio to it. A value that is missing or
+None on either side gives no delta and no ratio (shown as N/A), never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A compared metric: its key, label, display unit and the scale to it."""
+
+    key: str
+    label: str
+    unit: str
+    scale: float = 1.0
+
+
+#: The compared metrics, in display order.
+KEY_METRICS = (
+    Quantity("wall_time", "wall time", "s"),
+    Quantity("total_events", "events", "events"),
+    Quantity("num_chunks", "chunks", "chunks"),
+    Quantity("event_rate_wall_khz", "event rate (wall)", "kHz"),
+    Quantity("event_rate_agg_khz", "event rate per processor-second", "kHz"),
+    Quantity("event_rate_core_hz", "event rate per core", "Hz"),
+    Quantity("overall_rate_gbps", "data rate", "Gbps"),
+    Quantity("bytes_read_compressed", "bytes read", "GiB", 2**-30),
+    Quantity("total_cpu_time", "CPU time", "s"),
+    Quantity("core_efficiency", "core efficiency", "%", 100.0),
+    Quantity("speedup_factor", "speedup", "x"),
+    Quantity("io_overhead_pct", "processor time off CPU", "%"),
+    Quantity("processor_cpu_time_seconds", "processor CPU", "s"),
+    Quantity("processor_noncpu_time_seconds", "processor non-CPU", "s"),
+    Quantity("overhead_cpu_time_seconds", "overhead CPU", "s"),
+    Quantity("overhead_noncpu_time_seconds", "overhead non-CPU", "s"),
+    Quantity("avg_workers", "workers (time average)", "workers"),
+    Quantity("total_cores", "cores (time average)", "threads"),
+    Quantity("peak_memory_bytes", "peak cluster memory", "GiB", 2**-30),
+    Quantity("chunk_duration_mean", "mean chunk duration", "s"),
+)
+
+
+@dataclass(frozen=True)
+class ComparedRow:
+    """One metric across the measurements (display units).
+
+    ``deltas[i]`` and ``ratios[i]`` compare measurement ``i + 1`` with the
+    baseline; None when either value is missing or the ratio's baseline is 0.
+    """
+
+    quantity: Quantity
+    values: tuple[float | None, ...]
+    deltas: tuple[float | None, ...]
+    ratios: tuple[float | None, ...]
+
+
+def _value(metrics: Mapping[str, Any], quantity: Quantity) -> float | None:
+    value = metrics.get(quantity.key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value) * quantity.scale
+    return value if math.isfinite(value) else None
+
+
+def compare_metrics(measurements: Sequence[Mapping[str, Any]]) -> list[ComparedRow]:
+    """Compare the key metrics of ``measurements`` with the first one.
+
+    Parameters
+    ----------
+    measurements : sequence of dict
+        Metrics dictionaries (as ``load_measurement`` returns), at least two.
+
+    Returns
+    -------
+    list of ComparedRow
+        One row per entry of :data:`KEY_METRICS`.
+    """
+    if len(measurements) < 2:
+        raise ValueError(f"need at least two measurements to compare, got {len(measurements)}")
+    rows = []
+    for quantity in KEY_METRICS:
+        values = tuple(_value(metrics, quantity) for metrics in measurements)
+        base = values[0]
+        deltas = tuple(None if base is None or v is None else v - base for v in values[1:])
+        ratios = tuple(
+            None if base is None or v is None or base == 0 else v / base for v in values[1:]
+        )
+        rows.append(ComparedRow(quantity, values, deltas, ratios))
+    return rows
+
+
+def _number(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "[dim]N/A[/dim]"
+    return f"{value:+,.4g}" if signed else f"{value:,.4g}"
+
+
+def _ratio(value: float | None) -> str:
+    return "[dim]N/A[/dim]" if value is None else f"{value:.3f}x"
+
+
+def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table:
+    """A rich table: metric, unit, then each value with its delta and ratio."""
+    table = Table(title="Measurement Comparison", header_style="bold cyan")
+    table.add_column("Metric", style="cyan", no_wrap=True)
+    table.add_column("Unit")
+    table.add_column(f"{names[0]} (baseline)", justify="right", style="magenta")
+    for name in names[1:]:
+        table.add_column(name, justify="right", style="magenta")
+        table.add_column("Δ", justify="right")
+        table.add_column("ratio", justify="right")
+    for row in rows:
+        cells = [row.quantity.label, row.quantity.unit, _number(row.values[0])]
+        for value, delta, ratio in zip(row.values[1:], row.deltas, row.ratios, strict=True):
+            cells += [_number(value), _number(delta, signed=True), _ratio(ratio)]
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,146 @@
+"""The ``roastcoffea`` command, run as a subprocess on a real saved measurement."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from measured_run import Measured
+
+from roastcoffea import load_measurement, save_measurement
+from roastcoffea.measurement import load_metadata
+from roastcoffea.plots.catalog import applicable_plots
+
+#: The installed console script, next to this interpreter.
+SCRIPT = Path(sys.executable).parent / "roastcoffea"
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT.is_file(), f"console script missing: {SCRIPT}"
+    return subprocess.run(
+        [str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], status: int, *words: str):
+    assert result.returncode == status, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+@pytest.mark.parametrize("command", [None, "demo", "show", "report", "plot", "compare"])
+def test_every_command_has_help(command: str | None) -> None:
+    result = run(*([command] if command else []), "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: roastcoffea")
+    if command is None:
+        for name in ("demo", "show", "report", "plot", "compare"):
+            assert name in result.stdout
+
+
+def test_show_prints_the_summary(measured: Measured) -> None:
+    result = run("show", measured.path)
+    assert result.returncode == 0, result.stderr
+    assert f"measurement measured ({measured.path})" in result.stdout
+    for title in ("Throughput Metrics", "Event Processing Metrics", "Chunk Metrics"):
+        assert title in result.stdout
+    assert f"{measured.metrics['total_events']:,}" in result.stdout
+
+
+def corrupt_copy(measured: Measured, tmp_path: Path, name: str, text: str) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(measured.path, copy)
+    (copy / name).write_text(text)
+    return copy
+
+
+@pytest.mark.parametrize("command", ["show", "report", "plot", "compare"])
+def test_missing_measurement_is_one_line_and_status_2(
+    command: str, measured: Measured, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere"
+    extra = [measured.path] if command == "compare" else []
+    assert_one_line_error(run(command, *extra, missing), 2, str(missing), "not found")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("metrics.json", '{"format": "roastcoffea-metrics", "vers'), ("metadata.json", "[]")],
+)
+@pytest.mark.parametrize("command", ["show", "report", "plot"])
+def test_corrupt_measurement_is_one_line_and_status_2(
+    command: str, name: str, text: str, measured: Measured, tmp_path: Path
+) -> None:
+    copy = corrupt_copy(measured, tmp_path, name, text)
+    assert_one_line_error(run(command, copy), 2, str(copy / name))
+
+
+def test_report_writes_one_html_file(measured: Measured, tmp_path: Path) -> None:
+    output = tmp_path / "out" / "run.html"
+    output.parent.mkdir()
+    result = run("report", measured.path, "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"report written to {output}"
+    text = output.read_text()
+    assert text.lstrip().lower().startswith("<!doctype html>")
+    assert "Throughput Metrics" in text and "data:image/png;base64," in text
+    assert list(output.parent.iterdir()) == [output]
+
+
+def test_report_to_an_unwritable_place_is_status_1(measured: Measured, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_one_line_error(run("report", measured.path, "-o", blocker / "r.html"), 1, "cannot write")
+
+
+def test_plot_writes_every_applicable_figure(measured: Measured, tmp_path: Path) -> None:
+    metrics, _, _ = load_measurement(measured.path)
+    expected = {f"{entry.name}.png" for entry in applicable_plots(metrics)}
+    assert len(expected) >= 20
+    result = run("plot", measured.path, "-o", tmp_path / "figs")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{len(expected)} figures written to {tmp_path / 'figs'}"
+    written = {path.name: path for path in (tmp_path / "figs").iterdir()}
+    assert set(written) == expected
+    for path in written.values():
+        assert path.read_bytes().startswith(PNG_SIGNATURE), path
+
+
+def slower_copy(measured: Measured, tmp_path: Path) -> Path:
+    """The measured run saved again with its wall time doubled and no chunk data."""
+    metrics, t0, t1 = load_measurement(measured.path)
+    metrics["wall_time"] *= 2
+    metrics["event_rate_wall_khz"] /= 2
+    metrics["chunk_duration_mean"] = None
+    cluster = {"cluster": load_metadata(measured.path)["cluster"]}
+    return save_measurement(metrics, t0, t1, tmp_path, "slower", metadata=cluster)
+
+
+def test_compare_shows_deltas_and_ratios(measured: Measured, tmp_path: Path) -> None:
+    slower = slower_copy(measured, tmp_path)
+    figure = tmp_path / "compare.png"
+    result = run("compare", measured.path, slower, "--plot", figure)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    wall = measured.metrics["wall_time"]
+    cells = [cell.strip() for cell in rows["wall time"].split("│")[2:-1]]
+    assert cells == ["s", f"{wall:,.4g}", f"{2 * wall:,.4g}", f"{wall:+,.4g}", "2.000x"]
+    cells = [cell.strip() for cell in rows["mean chunk duration"].split("│")[2:-1]]
+    assert cells[2:] == ["N/A", "N/A", "N/A"]
+    cells = [cell.strip() for cell in rows["events"].split("│")[2:-1]]
+    assert cells[-2:] == ["+0", "1.000x"]
+    assert "measured (baseline)" in result.stdout and "slower" in result.stdout
+    assert figure.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_compare_needs_two_measurements(measured: Measured) -> None:
+    assert_one_line_error(run("compare", measured.path), 2, "at least two")
