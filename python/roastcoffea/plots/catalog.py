@@ -29,12 +29,12 @@ from roastcoffea.plots.cpu import (
     plot_executing_tasks_timeline,
     plot_occupancy_timeline,
 )
-from roastcoffea.plots.datasets import _durations_per_dataset, plot_dataset_runtimes
+from roastcoffea.plots.datasets import durations_per_dataset, plot_dataset_runtimes
 from roastcoffea.plots.fine import (
     BREAKDOWN_KEYS,
-    _worker_activity_matrix,
     plot_fine_metrics_heatmap,
     plot_processor_overhead_breakdown,
+    worker_activity_matrix,
 )
 from roastcoffea.plots.io import (
     plot_branch_access_per_chunk,
@@ -57,7 +57,7 @@ from roastcoffea.plots.throughput import (
     plot_total_active_tasks_timeline,
     plot_worker_activity_timeline,
 )
-from roastcoffea.plots.timeline import _timed_prefixes, plot_prefix_timeline
+from roastcoffea.plots.timeline import plot_prefix_timeline, timed_prefixes
 from roastcoffea.plots.workers import plot_worker_count_timeline
 
 Metrics = Mapping[str, Any]
@@ -197,7 +197,7 @@ def _fine_unit(metrics: Metrics, unit: str) -> bool:
     per_worker = metrics.get("per_worker_fine_metrics")
     if not isinstance(per_worker, Mapping) or not per_worker:
         return False
-    return bool(_worker_activity_matrix(per_worker, unit)[1])
+    return bool(worker_activity_matrix(per_worker, unit)[1])
 
 
 def _breakdown(metrics: Metrics) -> bool:
@@ -207,11 +207,11 @@ def _breakdown(metrics: Metrics) -> bool:
 
 def _prefix_times(metrics: Metrics) -> bool:
     per_prefix = metrics.get("per_prefix")
-    return isinstance(per_prefix, Mapping) and bool(_timed_prefixes(per_prefix))
+    return isinstance(per_prefix, Mapping) and bool(timed_prefixes(per_prefix))
 
 
 def _dataset_durations(metrics: Metrics) -> bool:
-    return bool(_durations_per_dataset(_chunks(metrics)))
+    return bool(durations_per_dataset(_chunks(metrics)))
 
 
 # ---- drawing -----------------------------------------------------------------

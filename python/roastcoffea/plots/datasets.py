@@ -16,7 +16,7 @@ from roastcoffea.plots._common import COLORS, finish, new_figure, require
 NO_DATASET = "(no dataset)"
 
 
-def _durations_per_dataset(chunk_metrics: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+def durations_per_dataset(chunk_metrics: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     """Finite durations of the successful chunks, per dataset, datasets sorted by name."""
     per_dataset: dict[str, list[float]] = {}
     for record in chunk_metrics:
@@ -64,7 +64,7 @@ def plot_dataset_runtimes(
         When there are no chunk records, or no successful one with a duration.
     """
     records = require(chunk_metrics, "chunk records (raw_chunk_metrics)")
-    per_dataset = _durations_per_dataset(records)
+    per_dataset = durations_per_dataset(records)
     if not per_dataset:
         raise ValueError("no successful chunk record with a duration to plot")
     names = list(per_dataset)

@@ -27,7 +27,7 @@ BREAKDOWN_KEYS = (
 )
 
 
-def _worker_activity_matrix(
+def worker_activity_matrix(
     per_worker: Mapping[str, Mapping[tuple, float]], unit: str
 ) -> tuple[list[str], list[str], np.ndarray]:
     """Workers by activities of ``unit``, summed over context and prefix.
@@ -130,7 +130,7 @@ def plot_fine_metrics_heatmap(
         activity in ``unit``.
     """
     per_worker = require_key(metrics, "per_worker_fine_metrics", "metrics")
-    workers, activities, matrix = _worker_activity_matrix(per_worker, unit)
+    workers, activities, matrix = worker_activity_matrix(per_worker, unit)
     if not activities:
         raise ValueError(f"metrics['per_worker_fine_metrics'] has no activity in {unit!r}")
     fig, ax = new_figure(figsize)

@@ -27,7 +27,7 @@ OTHER_COLOR = COLORS[0]
 SECONDS_PER_DAY = 86400.0
 
 
-def _timed_prefixes(per_prefix: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def timed_prefixes(per_prefix: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Prefixes with a finite first_start and last_stop, earliest first."""
     timed = []
     for prefix, row in per_prefix.items():
@@ -81,7 +81,7 @@ def plot_prefix_timeline(
         When ``per_prefix`` is missing or empty, or no prefix has a start and stop.
     """
     per_prefix = require_key(metrics, "per_prefix", "metrics")
-    timed = _timed_prefixes(per_prefix)
+    timed = timed_prefixes(per_prefix)
     if not timed:
         raise ValueError("metrics['per_prefix'] has no prefix with first_start and last_stop")
     fig, ax = new_figure(figsize)
