@@ -33,6 +33,12 @@ def iqr(values: Sequence[float], digits: int = 0) -> str:
     return f"{quantile(values, 0.25):.{digits}f}-{quantile(values, 0.75):.{digits}f}"
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) this process has used; run on workers with client.run."""
+    t = os.times()
+    return t.user + t.system
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 

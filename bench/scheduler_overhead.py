@@ -39,12 +39,11 @@ import asyncio
 import cProfile
 import gc
 import logging
-import os
 import pstats
 import sys
 import time
 
-from common import iqr, machine, median, table, verdict
+from common import cpu_seconds, iqr, machine, median, table, verdict
 from distributed import Client, LocalCluster
 
 from roastcoffea.plugin import RoastPlugin, snapshot, stop
@@ -139,18 +138,13 @@ class Toggle:
         return new
 
 
-def _cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def run(client: Client, n: int) -> tuple[float, float, float, float]:
     """One timed run: (map -> gather s, map -> forgotten s, CPU s of the process hosting
     the scheduler and the client, CPU s of the workers summed)."""
     client.run_on_scheduler(_wait_forgotten)
-    workers0 = sum(client.run(_cpu_seconds).values())
+    workers0 = sum(client.run(cpu_seconds).values())
     gc.collect()
-    cpu0 = _cpu_seconds()
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     futures = client.map(inc, range(n), pure=False)
     client.gather(futures)
@@ -158,8 +152,8 @@ def run(client: Client, n: int) -> tuple[float, float, float, float]:
     del futures
     client.run_on_scheduler(_wait_forgotten)
     t2 = time.perf_counter()
-    cpu = _cpu_seconds() - cpu0
-    workers = sum(client.run(_cpu_seconds).values()) - workers0
+    cpu = cpu_seconds() - cpu0
+    workers = sum(client.run(cpu_seconds).values()) - workers0
     return t1 - t0, t2 - t0, cpu, workers
 
 
