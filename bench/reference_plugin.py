@@ -6,7 +6,9 @@ prefix with `dask.utils.key_split` (LRU-cached, like the C key_split), counts tr
 per prefix, and on processing->memory adds the task to a row keyed by (worker, span,
 prefix): task count, compute and transfer seconds summed from `startstops`, output bytes,
 first start and last stop. On ->erred it counts the error for the worker. The span id is
-read the way the C hook reads it, `tasks[key].group.span_id`.
+read the way the C hook reads it: `ts.group.span_id`, the group found in the scheduler's
+`task_groups` by its name when the key gives it directly (a tuple key's first element, a
+plain str key's prefix), else through `tasks[key]`.
 
 It aggregates inline instead of queueing records, so it has no drain step: its per-call
 cost is the whole cost. Like the C hook it never raises into Dask; failures are counted.
@@ -14,11 +16,19 @@ cost is the whole cost. Like the C hook it never raises into Dask; failures are 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from dask.utils import key_split
 from distributed.diagnostics.plugin import SchedulerPlugin
+
+HEX32 = re.compile(r"[a-f0-9]{32}")
+
+
+def group_is_prefix(key: str) -> bool:
+    """Whether distributed's key_split_group gives this str key its prefix."""
+    return bool(key) and key[0] not in "(<" and not (len(key) == 32 and HEX32.match(key))
 
 
 class TaskStats:
@@ -50,8 +60,13 @@ class ReferencePlugin(SchedulerPlugin):
     name = "roastcoffea-bench-reference"
     idempotent = True
 
-    def __init__(self, tasks: Mapping[Any, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tasks: Mapping[Any, Any] | None = None,
+        task_groups: Mapping[Any, Any] | None = None,
+    ) -> None:
         self.tasks: Mapping[Any, Any] = tasks if tasks is not None else {}
+        self.task_groups: Mapping[Any, Any] = task_groups if task_groups is not None else {}
         self.transitions: dict[str, int] = {}
         self.rows: dict[tuple[str | None, str | None, str], TaskStats] = {}
         self.calls = 0
@@ -59,6 +74,7 @@ class ReferencePlugin(SchedulerPlugin):
 
     async def start(self, scheduler: Any) -> None:
         self.tasks = scheduler.tasks
+        self.task_groups = scheduler.task_groups
 
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs):
         try:
@@ -72,9 +88,20 @@ class ReferencePlugin(SchedulerPlugin):
         except Exception:
             self.errors += 1
 
+    def _span(self, key, prefix: str) -> str | None:
+        name = None
+        if type(key) is tuple and key:
+            name = key[0]
+        elif type(key) is str and group_is_prefix(key):
+            name = prefix
+        group = self.task_groups.get(name) if name is not None else None
+        if group is None:
+            ts = self.tasks.get(key)
+            group = ts.group if ts is not None else None
+        return group.span_id if group is not None else None
+
     def _row(self, key, prefix: str, worker: str | None) -> TaskStats:
-        ts = self.tasks.get(key)
-        span = ts.group.span_id if ts is not None else None
+        span = self._span(key, prefix)
         row = self.rows.get((worker, span, prefix))
         if row is None:
             row = self.rows[(worker, span, prefix)] = TaskStats()

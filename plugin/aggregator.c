@@ -26,9 +26,7 @@ typedef struct {
     roast_agg *agg;
     roast_ring *ring;
     roast_keysplit_cache *keysplit;
-    PyObject *tasks;       /* the scheduler's tasks dict (set_span_lookup), or NULL */
-    PyObject *last_span;   /* last span id str seen, and its id: tasks of a group */
-    roast_id last_span_id; /* finish together, so this spares most interning */
+    roastpy_span_lookup spans; /* set_span_lookup */
     roast_id other;        /* interned "Other" */
     size_t drain_above;    /* ring size above which the hook drains (3/4 full) */
     bool auto_drain;
@@ -247,38 +245,6 @@ static const char *read_outcome(Aggregator *self, PyObject *kwargs, bool done, r
     return why ? why : why2 ? why2 : why3;
 }
 
-/* tasks[key].group.span_id, when a tasks dict was given. A task the dict
- * does not hold has no span; None is no span. */
-static const char *read_span(Aggregator *self, PyObject *key, roast_id *span)
-{
-    if (!self->tasks)
-        return NULL;
-    PyObject *ts = PyDict_GetItemWithError(self->tasks, key);
-    if (!ts)
-        return PyErr_Occurred() ? "transition:unhashable-key" : NULL;
-    Py_INCREF(ts);
-    PyObject *group = PyObject_GetAttr(ts, roastpy_n.group);
-    Py_DECREF(ts);
-    PyObject *sid = group ? PyObject_GetAttr(group, roastpy_n.span_id) : NULL;
-    Py_XDECREF(group);
-    if (!sid)
-        return "transition:span-lookup";
-    const char *why = NULL;
-    if (sid == self->last_span) {
-        *span = self->last_span_id;
-    } else if (sid != Py_None) {
-        int rc = roastpy_intern(roast_agg_strings(self->agg), sid, span);
-        if (rc == 0) {
-            Py_XSETREF(self->last_span, Py_NewRef(sid));
-            self->last_span_id = *span;
-        } else {
-            why = rc > 0 ? "transition:strings-full" : "transition:bad-span";
-        }
-    }
-    Py_DECREF(sid);
-    return why;
-}
-
 static uint64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
 {
     int64_t ns = (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
@@ -320,7 +286,8 @@ static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize
     bool done = from == ROAST_STATE_PROCESSING && to == ROAST_STATE_MEMORY;
     if (done || to == ROAST_STATE_ERRED) {
         why = read_outcome(self, kwargs, done, &ev);
-        const char *span_why = cleared(read_span(self, args[0], &ev.span));
+        const char *span_why = cleared(roastpy_span_lookup_read(
+            &self->spans, roast_agg_strings(self->agg), args[0], ev.prefix, &ev.span));
         if (!why)
             why = span_why;
     }
@@ -382,17 +349,12 @@ static uint64_t timer_overhead_ns(void)
 
 static int agg_traverse(PyObject *op, visitproc visit, void *arg)
 {
-    Aggregator *self = (Aggregator *)op;
-    Py_VISIT(self->tasks);
-    Py_VISIT(self->last_span);
-    return 0;
+    return roastpy_span_lookup_traverse(&((Aggregator *)op)->spans, visit, arg);
 }
 
 static int agg_clear(PyObject *op)
 {
-    Aggregator *self = (Aggregator *)op;
-    Py_CLEAR(self->tasks);
-    Py_CLEAR(self->last_span);
+    roastpy_span_lookup_clear(&((Aggregator *)op)->spans);
     return 0;
 }
 
@@ -460,13 +422,12 @@ static PyObject *agg_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 /* ---- methods ------------------------------------------------------------ */
 
-static PyObject *agg_set_span_lookup(PyObject *op, PyObject *tasks)
+static PyObject *agg_set_span_lookup(PyObject *op, PyObject *args)
 {
-    Aggregator *self = (Aggregator *)op;
-    if (tasks != Py_None && !PyDict_Check(tasks))
-        return PyErr_Format(PyExc_TypeError, "tasks must be a dict or None, not %.100s",
-                            Py_TYPE(tasks)->tp_name);
-    Py_XSETREF(self->tasks, tasks == Py_None ? NULL : Py_NewRef(tasks));
+    PyObject *tasks, *task_groups = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:set_span_lookup", &tasks, &task_groups) ||
+        roastpy_span_lookup_set(&((Aggregator *)op)->spans, tasks, task_groups) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -796,9 +757,10 @@ static PyMethodDef agg_methods[] = {
     {"transition", (PyCFunction)(void (*)(void))agg_transition, METH_VARARGS | METH_KEYWORDS,
      "transition(key, start, finish, *args, **kwargs) -> None\n\n"
      "Dask's SchedulerPlugin.transition; records one event. Never raises."},
-    {"set_span_lookup", agg_set_span_lookup, METH_O,
-     "set_span_lookup(tasks: dict | None) -> None\n\n"
-     "The scheduler's tasks dict: spans are tasks[key].group.span_id."},
+    {"set_span_lookup", agg_set_span_lookup, METH_VARARGS,
+     "set_span_lookup(tasks: dict | None, task_groups: dict | None = None) -> None\n\n"
+     "The scheduler's tasks and task_groups dicts: a finished task's span is\n"
+     "tasks[key].group.span_id, found through task_groups when it is given."},
     {"drain", agg_drain_py, METH_NOARGS, "drain() -> int\n\nApplies ring records to the tables."},
     {"worker_seen", agg_worker_seen, METH_VARARGS,
      "worker_seen(address: str, name: str, now: float) -> None"},

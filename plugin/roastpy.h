@@ -3,7 +3,7 @@
  *
  * Layout: module.c (module init, key_split, interned names), charclass.c
  * (Unicode classes for keysplit), aggregator.c (Aggregator and its transition
- * hook), tracker.c (DigestTracker, worker side), convert.c (native tables ->
+ * hook), span_lookup.c (the span of a finished task), tracker.c (DigestTracker, worker side), convert.c (native tables ->
  * Python data), decode.c (the module-level decoders). */
 #ifndef ROASTPY_H
 #define ROASTPY_H
@@ -55,6 +55,28 @@ PyObject *roastpy_raise(roast_status status, const char *msg);
 /* A new str from native UTF-8; undecodable bytes become U+FFFD, so data from
  * outside can always be shown. */
 PyObject *roastpy_str(roast_str s);
+
+/* span_lookup.c: how the hook finds the span of a finished task in the
+ * scheduler's tasks and task_groups dicts. Owned by an Aggregator. */
+typedef struct roastpy_span_lookup {
+    PyObject *tasks;       /* scheduler.tasks, or NULL: no spans */
+    PyObject *task_groups; /* scheduler.task_groups, or NULL: tasks only */
+    PyObject **names;      /* str of each prefix id looked up, made once */
+    size_t names_len;
+    PyObject *last_span;   /* last span id str seen, and its id: tasks of a */
+    roast_id last_span_id; /* group finish together, so this spares interning */
+} roastpy_span_lookup;
+
+/* Sets the dicts (None for none); -1 with TypeError for anything else. */
+int roastpy_span_lookup_set(roastpy_span_lookup *lookup, PyObject *tasks, PyObject *task_groups);
+
+/* The span id of a task that finished or erred, interned into *span (left
+ * alone when the task has no span). Returns NULL, or a failure reason with a
+ * Python exception possibly set. */
+const char *roastpy_span_lookup_read(roastpy_span_lookup *lookup, roast_intern *strings,
+                                     PyObject *key, roast_id prefix, roast_id *span);
+int roastpy_span_lookup_traverse(roastpy_span_lookup *lookup, visitproc visit, void *arg);
+void roastpy_span_lookup_clear(roastpy_span_lookup *lookup);
 
 /* convert.c: the snapshot layout of docs/architecture.md ("The snapshot as
  * Python data") for an aggregator (taken_at NaN gives None: a state file has

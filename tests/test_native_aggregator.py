@@ -12,6 +12,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from dask.utils import key_split
+from distributed.utils import key_split_group
+from test_native_keysplit import EDGE_CASES, corpus
 
 from roastcoffea import _native
 
@@ -222,6 +225,83 @@ def test_hook_reads_spans_from_the_tasks_dict() -> None:
     assert rows(agg.to_dict())[(W1, "", "a")]["tasks"] == 1
     with pytest.raises(TypeError):
         agg.set_span_lookup([1, 2])
+    with pytest.raises(TypeError):
+        agg.set_span_lookup({}, [1, 2])
+
+
+class Group:
+    """distributed's TaskGroup as the hook reads it (slotted, like Dask's)."""
+
+    __slots__ = ("name", "span_id")
+
+    def __init__(self, name: Any, span_id: str | None) -> None:
+        self.name, self.span_id = name, span_id
+
+
+def scheduler_dicts(keys: list[Any]) -> tuple[dict[Any, Any], dict[Any, Group]]:
+    """tasks and task_groups as the scheduler builds them: one group per
+    key_split_group name, here each with a span of its own."""
+    task_groups: dict[Any, Group] = {}
+    tasks: dict[Any, Any] = {}
+    for key in keys:
+        name = key_split_group(key)
+        group = task_groups.setdefault(name, Group(name, f"span-{len(task_groups)}"))
+        tasks[key] = SimpleNamespace(group=group)
+    return tasks, task_groups
+
+
+FAST_KEYS = ["a-1", "a-2", "b-1", ("c-1", 0), ("c-1", 1), (("d-1", 0), 2), "x", "ǅ-abc-3"]
+SLOW_KEYS = ["('e-1', 0)", "<f.g object at 0x1>", "ae05086432ca935f6eba409a8ecd4896", b"h-1"]
+
+
+def test_hook_finds_groups_by_name_without_the_tasks_dict() -> None:
+    """Tuple keys and plain str keys need only task_groups; the other forms
+    (and a group task_groups lacks) are found through the tasks dict."""
+    tasks, task_groups = scheduler_dicts(FAST_KEYS + SLOW_KEYS)
+    expected = {key: tasks[key].group.span_id for key in FAST_KEYS + SLOW_KEYS}
+    agg = Aggregator(started=T0)
+    agg.set_span_lookup({key: tasks[key] for key in SLOW_KEYS}, task_groups)
+    for key in FAST_KEYS + SLOW_KEYS:
+        finished(agg, key)
+    del task_groups[key_split_group(SLOW_KEYS[0])]  # dropped: the tasks dict answers
+    finished(agg, SLOW_KEYS[0])
+    assert agg.hook_errors == 0
+    spans = {(r["span"], r["prefix"]): r["tasks"] for r in agg.to_dict()["tasks"]}
+    want: dict[tuple[str, str], int] = {}
+    for key in [*FAST_KEYS, *SLOW_KEYS, SLOW_KEYS[0]]:
+        at = (expected[key], key_split(key))
+        want[at] = want.get(at, 0) + 1
+    assert spans == want
+
+
+def test_task_groups_give_the_span_of_the_tasks_dict_for_every_key_form() -> None:
+    """Differential: with the scheduler's two dicts, the spans read through
+    task_groups equal tasks[key].group.span_id for the key_split edge cases
+    and 20,000 generated keys."""
+    keys = [k for k in EDGE_CASES + corpus(20_000, seed=7) if hashable_key(k)]
+    keys = list(dict.fromkeys(keys))
+    tasks, task_groups = scheduler_dicts(keys)
+    by_groups, by_tasks = Aggregator(started=T0), Aggregator(started=T0)
+    by_groups.set_span_lookup(tasks, task_groups)
+    by_tasks.set_span_lookup(tasks)
+    for key in keys:
+        finished(by_groups, key)
+        finished(by_tasks, key)
+    # keys the hook cannot split (surrogates, empty tuples) fail alike in both
+    assert by_groups.to_dict()["errors"] == by_tasks.to_dict()["errors"]
+    assert "transition:span-lookup" not in by_groups.to_dict()["errors"]
+    assert rows(by_groups.to_dict()) == rows(by_tasks.to_dict())
+    assert len({r["span"] for r in by_groups.to_dict()["tasks"]}) > 1000
+
+
+def hashable_key(key: Any) -> bool:
+    """Keys the scheduler could hold: hashable, and accepted by key_split_group."""
+    try:
+        hash(key)
+        key_split_group(key)
+    except Exception:
+        return False
+    return True
 
 
 def test_malformed_calls_are_counted_never_raised() -> None:

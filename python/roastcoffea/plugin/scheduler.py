@@ -165,7 +165,7 @@ class RoastPlugin(SchedulerPlugin):
             series_cap_bytes=self.series_cap_bytes,
             started=time(),
         )
-        self.aggregator.set_span_lookup(scheduler.tasks)
+        self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups)
         self.sampler = Sampler(scheduler, self.aggregator, self.interval, live=self.live)
         now = time()
         for address, ws in list(scheduler.workers.items()):
