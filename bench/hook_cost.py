@@ -30,15 +30,16 @@ scheduler's `tasks` and `task_groups` dicts, where the hooks find a task's span,
 as Dask builds them (slotted TaskState and TaskGroup stand-ins, groups named by
 `distributed.utils.key_split_group`).
 
-Each round generates a fresh stream and runs every arm over it, in an order rotated
-every round; then it runs every arm again over the calls without kwargs only and over
-the calls with kwargs only (the breakdown by call shape). The C hook only pushes a
-record into its ring; the ring is drained after every 1,000 tasks, outside the hook
-timing, and the drain is timed separately and reported amortized per call, since on the
-scheduler the sampler pays it on the same thread. Ratios are computed per round (paired)
-and summarized by their median and interquartile range. Nothing is asserted; the script
-prints figures, the engine's own timing of the inside of the hook, and a check that the
-C aggregator and the reference plugin counted the same tasks.
+Each round generates a fresh stream and runs every arm over it, the arms interleaved
+chunk by chunk (1,000 tasks) in an order rotated every chunk, so that bursts of load from
+other jobs fall on all arms alike; then it runs every arm again over the calls without
+kwargs only and over the calls with kwargs only (the breakdown by call shape). The C
+hook only pushes a record into its ring; the ring is drained after every 1,000 tasks,
+outside the hook timing, and the drain is timed separately and reported amortized per
+call, since on the scheduler the sampler pays it on the same thread. Ratios are computed
+per round (paired) and summarized by their median and interquartile range. Nothing is
+asserted; the script prints figures, the engine's own timing of the inside of the hook,
+and a check that the C aggregator and the reference plugin counted the same tasks.
 
 Targets (issue "native engine and Dask plugin pair"): C / empty <= 1.5 and
 reference / C >= 5, with the C hook on RoastPlugin. The second is shown two ways: on the
@@ -236,19 +237,26 @@ def drive(plugins: dict, events: list) -> tuple[int, int]:
     return time.perf_counter_ns() - t0, failures
 
 
-def run_arm(plugins: dict, chunks: list[list], agg) -> tuple[int, int, int]:
-    """Runs every chunk through the loop; returns (hook ns, drain ns, failures)."""
+def run_pass(arms: dict, chunks: list[list], shift: int) -> dict[str, list[int]]:
+    """Runs every arm over every chunk, the arms interleaved chunk by chunk in an order
+    rotated every chunk, so that the machine's bursts of load fall on all arms alike.
+    Returns {arm: [hook ns, drain ns, failures]}."""
     gc.collect()
-    hook_ns = drain_ns = failures = 0
-    for events in chunks:
-        ns, failed = drive(plugins, events)
-        hook_ns += ns
-        failures += failed
-        if agg is not None:
-            t0 = time.perf_counter_ns()
-            agg.drain()
-            drain_ns += time.perf_counter_ns() - t0
-    return hook_ns, drain_ns, failures
+    names = list(arms)
+    totals = {name: [0, 0, 0] for name in names}
+    for i, events in enumerate(chunks):
+        k = (i + shift) % len(names)
+        for name in names[k:] + names[:k]:
+            plugins, agg = arms[name]
+            ns, failed = drive(plugins, events)
+            total = totals[name]
+            total[0] += ns
+            total[2] += failed
+            if agg is not None:
+                t0 = time.perf_counter_ns()
+                agg.drain()
+                total[1] += time.perf_counter_ns() - t0
+    return totals
 
 
 def c_totals(agg) -> dict[str, float]:
@@ -312,12 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         for p in passes:
             n_calls = sum(len(events) for events in split[p])
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                plugins, drained = arms[name]
-                hook_ns, drain_ns, failed = run_arm(plugins, split[p], drained)
+            for name, (hook_ns, drain_ns, failed) in run_pass(arms, split[p], r).items():
                 failures += failed
                 per_call[p, name].append(hook_ns / n_calls)
-                if p == "all" and drained is agg:
+                if p == "all" and name == C_PLUGIN:
                     drain_per_call.append(drain_ns / n_calls)
 
     base = per_call["all", BASE]
