@@ -190,6 +190,49 @@ def test_hook_prefixes_follow_key_split() -> None:
     assert counters["keysplit_misses"] >= 6
 
 
+def test_hook_prefixes_equal_dask_key_split_for_many_keys() -> None:
+    """Differential through the hook and its cache: dask's key_split for
+    20,000 generated keys, each seen twice in a row like a task's first
+    transitions, and again as equal copies made of new objects."""
+    keys = list(dict.fromkeys(k for k in corpus(20_000, seed=11) if splittable(k)))
+    agg = Aggregator(started=T0)
+    for key in keys:
+        agg.transition(key, "released", "waiting", stimulus_id="s")
+        agg.transition(key, "waiting", "queued", stimulus_id="s")
+    for key in keys:
+        agg.transition(copy_key(key), "queued", "processing", stimulus_id="s")
+    assert agg.hook_errors == 0
+    want: dict[str, int] = {}
+    for key in keys:
+        want[key_split(key)] = want.get(key_split(key), 0) + 3
+    got = {p: row["transitions"] for p, row in agg.to_dict()["prefixes"].items()}
+    assert got == want
+
+
+def splittable(key: Any) -> bool:
+    """Keys dask splits and the hook can read (it reads str as UTF-8, so a lone
+    surrogate is a counted error there)."""
+    try:
+        hash(key)
+        key_split(key)
+        while isinstance(key, tuple):
+            key = key[0]
+        if isinstance(key, str):
+            key.encode()
+    except Exception:
+        return False
+    return True
+
+
+def copy_key(key: Any) -> Any:
+    """An equal key made of new objects."""
+    if isinstance(key, tuple):
+        return tuple(copy_key(k) for k in key)
+    if isinstance(key, str):
+        return "".join(list(key))
+    return key
+
+
 def test_hook_reads_spans_from_the_tasks_dict() -> None:
     agg = Aggregator(started=T0)
     tasks = {
