@@ -339,7 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         return [n / d for n, d in zip(num, den, strict=True)]
 
     print(f"hook_cost: {rounds} rounds x {calls:,} transition calls")
-    print(f"  ({n_tasks:,} tasks x 6 transitions, fresh keys each round, arms rotated per round)")
+    print(
+        f"  ({n_tasks:,} tasks x 6 transitions, fresh keys each round,"
+        " arms interleaved chunk by chunk)"
+    )
     print(f"  {machine()}")
     print()
     rows = []
