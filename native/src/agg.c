@@ -61,6 +61,7 @@ struct roast_agg {
     roast_intern *strings; /* owned */
     roast_series *series;  /* owned */
     task_row *tasks;
+    task_row *last_task; /* the row roast_agg_apply used last; rows live until free */
     digest_row *digests;
     worker_row *workers;
     span_row *spans;
@@ -291,14 +292,24 @@ static void task_done(roast_task_stats *s, const roast_event *ev)
         s->last_stop = ev->stop;
 }
 
+static bool same_task_key(const roast_task_key *a, const roast_task_key *b)
+{
+    return a->worker == b->worker && a->span == b->span && a->prefix == b->prefix;
+}
+
+/* The tasks of a collection move through each state in runs, so consecutive
+ * records mostly share a row: the last one is tried before the table. */
 roast_status roast_agg_apply(roast_agg *agg, const roast_event *event)
 {
     agg->counters.events++;
     roast_task_key key = {event->worker, event->span, event->prefix};
-    task_row *row;
-    roast_status status = task_get(agg, &key, &row);
-    if (!row)
-        return status;
+    task_row *row = agg->last_task;
+    if (!row || !same_task_key(&row->key, &key)) {
+        roast_status status = task_get(agg, &key, &row);
+        if (!row)
+            return status;
+        agg->last_task = row;
+    }
     row->stats.transitions++;
     if (event->to == ROAST_STATE_MEMORY && event->from == ROAST_STATE_PROCESSING)
         task_done(&row->stats, event);
