@@ -1,4 +1,7 @@
-"""Runs every benchmark of bench/ in turn and prints their figures (`make bench`).
+"""Runs the benchmarks of bench/ in turn and prints their figures (`make bench`).
+
+All but exit_latency.py, which compares against roastcoffea 0.1.2 in a venv of its own
+(docs/performance.md says how to make it).
 
 Each benchmark runs in its own Python process (the same interpreter), so a cluster or a
 large aggregator of one never weighs on the next. `--quick` is passed through for a short
@@ -14,7 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-BENCHMARKS = ("hook_cost.py", "scheduler_overhead.py", "flush_latency.py", "series_memory.py")
+BENCHMARKS = (
+    "hook_cost.py",
+    "scheduler_overhead.py",
+    "flush_latency.py",
+    "series_memory.py",
+    "collector_overhead.py",
+    "instrument_cost.py",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,127 @@
+"""The work ``@track_metrics`` adds to one chunk, timed directly in one process.
+
+What it measures: for real 100,000-event chunks of the demo's synthetic NanoAOD, the time
+the chunk instrumentation itself takes, against the time of the processor's ``process``
+on the same chunk. The instrumentation is what ``@track_metrics`` runs around
+``process``: ``_Measure(events)`` before (events, metadata, RSS, the file's byte counter,
+the start of the access log) and ``finish()`` after (RSS, bytes, the branches read and
+their basket arithmetic, the TKey headers of those baskets read from the file, the
+chunk record). ``process`` is the demo's undecorated method, so its sections do nothing.
+
+How: each chunk is opened as coffea's executor opens it (``uproot.open``, then
+``NanoEventsFactory.from_root`` in virtual mode with an access log and the same metadata),
+then timed as instrumentation start, ``process``, instrumentation
+finish with ``time.perf_counter``. Outside a Dask worker the finished record goes to the
+local queue instead of the worker plugin; that hand-off is a list append either way.
+The figures are medians over chunks and repeats; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import uproot
+from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
+from common import iqr, median, table
+
+from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
+from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
+from roastcoffea.instrument import _Measure
+from roastcoffea.records import drain_local_records
+
+
+def open_chunk(file, path: Path, start: int, stop: int):
+    """The chunk's events as coffea's executor builds them (virtual, with an access log)."""
+    metadata = {
+        "dataset": "demo",
+        "filename": str(path),
+        "treename": TREE,
+        "entrystart": start,
+        "entrystop": stop,
+        "fileuuid": str(file.file.uuid),
+    }
+    factory = NanoEventsFactory.from_root(
+        file=file,
+        treepath=TREE,
+        schemaclass=NanoAODSchema,
+        metadata=metadata,
+        access_log=[],
+        mode="virtual",
+        entry_start=start,
+        entry_stop=stop,
+    )
+    return factory.events()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=10, help="chunks per repeat (10)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
+    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.chunks, args.repeats = 3, 1
+    data_dir = args.data_dir or Path(tempfile.gettempdir()) / "roastcoffea-bench" / (
+        f"{DEFAULT_EVENTS}x{DEFAULT_FILES}"
+    )
+    files = ensure_files(data_dir, DEFAULT_EVENTS, DEFAULT_FILES)
+    per_file = DEFAULT_EVENTS // DEFAULT_FILES
+    ranges = [
+        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
+        for path in files
+        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
+    ][: args.chunks]
+    process = DemoProcessor.process.__wrapped__  # type: ignore[attr-defined]
+    processor = DemoProcessor()
+    warnings.filterwarnings("ignore", module="coffea")
+
+    own_ms: list[float] = []
+    process_ms: list[float] = []
+    records: list[dict] = []
+    for _ in range(args.repeats):
+        for path, start, stop in ranges:
+            with uproot.open({str(path): None}) as file:
+                events = open_chunk(file, path, start, stop)
+                t0 = time.perf_counter()
+                measure = _Measure(events)
+                t1 = time.perf_counter()
+                process(processor, events)
+                t2 = time.perf_counter()
+                measure.finish(None)
+                t3 = time.perf_counter()
+            own_ms.append(1e3 * ((t1 - t0) + (t3 - t2)))
+            process_ms.append(1e3 * (t2 - t1))
+        records += drain_local_records()
+    read = [r["num_branches_accessed"] for r in records]
+    complete = sum(r["accessed_uncompressed_bytes"] is not None for r in records)
+
+    share = [own / proc for own, proc in zip(own_ms, process_ms, strict=True)]
+    print(
+        f"instrument cost: {len(ranges)} chunks of {DEFAULT_CHUNKSIZE:,} events x "
+        f"{args.repeats} repeats, demo NanoAOD in {data_dir}"
+    )
+    print(
+        f"branches read per chunk: {min(read)} to {max(read)}; "
+        f"{complete} of {len(records)} records with every byte figure"
+    )
+    print()
+    print(
+        table(
+            ["per chunk", "median", "IQR"],
+            [
+                ["instrumentation ms", f"{median(own_ms):.2f}", iqr(own_ms, 2)],
+                ["process() ms", f"{median(process_ms):.1f}", iqr(process_ms, 1)],
+                ["instrumentation / process()", f"{median(share):.4f}", iqr(share, 4)],
+            ],
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
