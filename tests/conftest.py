@@ -10,7 +10,7 @@ import pytest
 from distributed import Client, LocalCluster
 from measured_run import Measured, measure
 
-from roastcoffea import RoastPlugin
+from roastcoffea import RoastPlugin, load_measurement
 
 
 def local_cluster(**kwargs: Any) -> LocalCluster:
@@ -85,3 +85,28 @@ def measured(
 ) -> Measured:
     """A real coffea run measured by a MetricsCollector and saved (see measured_run)."""
     return measure(client, shared_data, tmp_path_factory.mktemp("measurements"))
+
+
+@pytest.fixture(scope="module")
+def loaded(measured: Measured) -> dict[str, Any]:
+    """The saved measurement, loaded back (once per module)."""
+    return load_measurement(measured.path)[0]
+
+
+@pytest.fixture(params=["live", "loaded"])
+def metrics(request: pytest.FixtureRequest, measured: Measured) -> dict[str, Any]:
+    """The measured metrics, as the collector made them and as loaded from disk."""
+    if request.param == "live":
+        return measured.metrics
+    return request.getfixturevalue("loaded")
+
+
+@pytest.fixture
+def no_pyplot_figures() -> Iterator[None]:
+    """No plot may leave a figure in pyplot's global list (plot modules use it for
+    every test, through pytestmark)."""
+    import matplotlib.pyplot as plt
+
+    assert plt.get_fignums() == []
+    yield
+    assert plt.get_fignums() == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +38,7 @@ CHUNK_PLOTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_pyplot_figures() -> Iterator[None]:
-    assert plt.get_fignums() == []
-    yield
-    assert plt.get_fignums() == []
-
-
-@pytest.fixture(params=["live", "loaded"])
-def metrics(request: pytest.FixtureRequest, measured: Measured) -> dict[str, Any]:
-    if request.param == "live":
-        return measured.metrics
-    return load_measurement(measured.path)[0]
+pytestmark = pytest.mark.usefixtures("no_pyplot_figures")
 
 
 def figure_titles(fig: Figure) -> set[str]:

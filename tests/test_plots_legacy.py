@@ -9,18 +9,16 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from measured_run import Measured
 
-from roastcoffea import load_measurement
 from roastcoffea.plots import chunks, cpu, io, memory, per_task, scaling, throughput, workers
 
 UTC = dt.timezone.utc
@@ -28,26 +26,7 @@ MODULES = ("workers", "memory", "cpu", "throughput", "chunks", "io", "per_task",
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def loaded(measured: Measured) -> dict[str, Any]:
-    """The saved measurement, loaded back."""
-    return load_measurement(measured.path)[0]
-
-
-@pytest.fixture(params=["live", "loaded"])
-def metrics(request: pytest.FixtureRequest, measured: Measured) -> dict[str, Any]:
-    """The measured metrics, as collected and as loaded from disk."""
-    if request.param == "live":
-        return measured.metrics
-    return request.getfixturevalue("loaded")
-
-
-@pytest.fixture(autouse=True)
-def no_pyplot_figures() -> Iterator[None]:
-    """No plot may leave a figure in pyplot's global list."""
-    assert plt.get_fignums() == []
-    yield
-    assert plt.get_fignums() == []
+pytestmark = pytest.mark.usefixtures("no_pyplot_figures")
 
 
 def param_id(value: Any) -> str:

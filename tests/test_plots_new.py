@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import measured_run
 import numpy as np
 import pytest
@@ -27,20 +26,7 @@ from roastcoffea.plots.timeline import PROCESSOR_COLOR, plot_prefix_timeline
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True)
-def no_pyplot_figures() -> Iterator[None]:
-    """No plot may leave a figure in pyplot's global list."""
-    assert plt.get_fignums() == []
-    yield
-    assert plt.get_fignums() == []
-
-
-@pytest.fixture(params=["live", "loaded"])
-def metrics(request: pytest.FixtureRequest, measured: Measured) -> dict[str, Any]:
-    """The measured run's metrics, as the collector made them and as loaded from disk."""
-    if request.param == "live":
-        return measured.metrics
-    return load_measurement(measured.path)[0]
+pytestmark = pytest.mark.usefixtures("no_pyplot_figures")
 
 
 def texts(ax: Any) -> list[str]:
