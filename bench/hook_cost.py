@@ -112,8 +112,8 @@ class EmptyPlugin:
 def load_null_hook(build_dir: Path) -> ModuleType:
     """Compiles and imports bench/null_hook.c, a C hook that does nothing.
 
-    Built with the compiler and flags this Python was built with, so its call costs
-    what a C extension's call costs.
+    Built with the compiler this Python was built with, as an extension like ours, so
+    its call costs what a C extension's call costs.
     """
     source = Path(__file__).with_name("null_hook.c")
     target = build_dir / f"null_hook{sysconfig.get_config_var('EXT_SUFFIX')}"

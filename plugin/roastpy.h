@@ -3,8 +3,9 @@
  *
  * Layout: module.c (module init, key_split, interned names), charclass.c
  * (Unicode classes for keysplit), aggregator.c (Aggregator and its transition
- * hook), span_lookup.c (the span of a finished task), tracker.c (DigestTracker, worker side), convert.c (native tables ->
- * Python data), decode.c (the module-level decoders). */
+ * hook), span_lookup.c (the span of a finished task), tracker.c
+ * (DigestTracker, worker side), convert.c (native tables -> Python data),
+ * decode.c (the module-level decoders). */
 #ifndef ROASTPY_H
 #define ROASTPY_H
 
