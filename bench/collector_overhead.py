@@ -31,14 +31,13 @@ chunk. Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from coffea import processor
 from coffea.nanoevents import NanoAODSchema
-from common import cpu_seconds, iqr, machine, median, table, verdict
+from common import cpu_seconds, data_dir, iqr, machine, median, table, verdict
 from distributed import Client, LocalCluster
 
 from roastcoffea import MetricsCollector, RoastPlugin
@@ -121,10 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.events, args.files, args.chunksize, args.rounds = 400_000, 4, 50_000, 5
-    data_dir = args.data_dir or Path(tempfile.gettempdir()) / "roastcoffea-bench" / (
-        f"{args.events}x{args.files}"
+    files = ensure_files(
+        args.data_dir or data_dir(args.events, args.files), args.events, args.files
     )
-    files = ensure_files(data_dir, args.events, args.files)
     fileset = {DATASET: {"files": {str(p): TREE for p in files}}}
     print(
         f"collector overhead: {args.events:,} events in {args.files} files, "

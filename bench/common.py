@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -31,6 +33,11 @@ def median(values: Sequence[float]) -> float:
 def iqr(values: Sequence[float], digits: int = 0) -> str:
     """The interquartile range as text, e.g. '101-117'."""
     return f"{quantile(values, 0.25):.{digits}f}-{quantile(values, 0.75):.{digits}f}"
+
+
+def data_dir(events: int, files: int) -> Path:
+    """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
+    return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"
 
 
 def cpu_seconds() -> float:

@@ -129,14 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         print(RESULT + json.dumps(result), flush=True)
         return 0
 
-    from common import machine, median, quantile, table, verdict
+    from common import data_dir, machine, median, quantile, table, verdict
 
     from roastcoffea.demo.nanoaod import ensure_files
 
     if args.quick:
         args.events, args.runs = 100_000, 6
-    data_dir = Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{args.events}x{args.files}"
-    files = [str(p) for p in ensure_files(data_dir, args.events, args.files)]
+    paths = ensure_files(data_dir(args.events, args.files), args.events, args.files)
+    files = [str(p) for p in paths]
     print(
         f"collector exit latency: {args.events:,} events in {args.files} files, chunksize "
         f"{args.chunksize:,}, {args.runs} runs per version; {machine()}"

@@ -19,14 +19,13 @@ The figures are medians over chunks and repeats; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import iqr, median, table
+from common import data_dir, iqr, median, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
 from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
@@ -66,10 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.chunks, args.repeats = 3, 1
-    data_dir = args.data_dir or Path(tempfile.gettempdir()) / "roastcoffea-bench" / (
-        f"{DEFAULT_EVENTS}x{DEFAULT_FILES}"
-    )
-    files = ensure_files(data_dir, DEFAULT_EVENTS, DEFAULT_FILES)
+    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
+    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
     per_file = DEFAULT_EVENTS // DEFAULT_FILES
     ranges = [
         (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
@@ -103,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     share = [own / proc for own, proc in zip(own_ms, process_ms, strict=True)]
     print(
         f"instrument cost: {len(ranges)} chunks of {DEFAULT_CHUNKSIZE:,} events x "
-        f"{args.repeats} repeats, demo NanoAOD in {data_dir}"
+        f"{args.repeats} repeats, demo NanoAOD in {directory}"
     )
     print(
         f"branches read per chunk: {min(read)} to {max(read)}; "
