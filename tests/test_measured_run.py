@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
+import uproot
 from measured_run import CHUNKSIZE, DATASETS, Measured
 
 from roastcoffea import load_measurement
@@ -17,3 +20,59 @@ def test_measured_run_has_every_kind_of_data(measured: Measured) -> None:
     assert set(metrics["sections"]["timing"]) == {"select"}
     loaded, _, _ = load_measurement(measured.path)
     assert loaded["num_chunks"] == metrics["num_chunks"]
+
+
+def uproot_distinct_baskets(path: str, branches: set[str], ranges: list[tuple[int, int]]) -> dict:
+    """What uproot says the branches' baskets overlapping the ranges hold, each basket once.
+
+    An embedded basket's size is counted from its interpreted data (key, data
+    and, for a jagged branch, the counted offsets array ROOT writes after it).
+    """
+    tree = uproot.open(path)["Events"]
+    found = {"baskets": 0, "compressed": 0, "uncompressed": 0}
+    for name in branches:
+        branch = tree[name]
+        normal = branch.num_baskets - len(branch.embedded_baskets)
+        for number in range(branch.num_baskets):
+            start, stop = branch.basket_entry_start_stop(number)
+            if not any(start < hi and stop > lo for lo, hi in ranges):
+                continue
+            found["baskets"] += 1
+            found["compressed"] += branch.basket_compressed_bytes(number)
+            if number < normal:
+                found["uncompressed"] += branch.basket_uncompressed_bytes(number)
+            else:
+                basket = branch.embedded_baskets[number - normal]
+                offsets = basket.byte_offsets
+                jagged = 0 if offsets is None else 4 * (len(offsets) + 1)
+                found["uncompressed"] += basket.member("fKeylen") + len(basket.data) + jagged
+    found["tree_compressed"] = tree.compressed_bytes
+    return found
+
+
+def test_per_file_bytes_are_uproots_distinct_baskets(measured: Measured) -> None:
+    # Chunks of 10 events share the baskets of these 40- and 200-event files: each
+    # basket counts once per file, so no file reads more than 100 % of itself.
+    metrics = measured.metrics
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    for record in metrics["raw_chunk_metrics"]:
+        by_file[record["file"]].append(record)
+    assert len(by_file) == len(DATASETS)
+    for path, records in by_file.items():
+        branches = {b for r in records for b in r["accessed_branches"]}
+        ranges = [(r["entry_start"], r["entry_stop"]) for r in records]
+        expected = uproot_distinct_baskets(path, branches, ranges)
+        ours = metrics["file_read_metrics"][path]
+        assert ours["baskets_read"] == expected["baskets"], path
+        assert ours["bytes_read"] == expected["compressed"], path
+        assert ours["bytes_read_uncompressed"] == expected["uncompressed"], path
+        assert (
+            ours["bytes_read_percent"]
+            == 100.0 * expected["compressed"] / expected["tree_compressed"]
+        )
+        assert 0 <= ours["bytes_read_percent"] <= 100.0  # 0: only embedded baskets read
+        if expected["compressed"]:
+            stored = ours["compression_ratio"]
+            assert stored is not None and stored > 1.0, path  # uncompressed / compressed
+    loaded, _, _ = load_measurement(measured.path)
+    assert loaded["file_read_metrics"] == metrics["file_read_metrics"]

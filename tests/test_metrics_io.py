@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from test_metrics_support import chunk, close, metrics_of
+from test_metrics_support import baskets, chunk, close, metrics_of
 
 META_A = {
     "filename": "a",
-    "compression_ratio": 0.25,
+    "compression_ratio": 4.0,
     "total_branches": 10,
     "total_tree_bytes": 100_000,
 }
 META_B = {
     "filename": "b",
-    "compression_ratio": 0.5,
+    "compression_ratio": 2.0,
     "total_branches": 4,
     "total_tree_bytes": 10_000,
 }
@@ -60,44 +60,81 @@ def test_byte_totals() -> None:
 
 
 def test_compression_ratio_of_what_was_read() -> None:
+    # Uncompressed / compressed, as TTree.compression_ratio: > 1 for compressed data.
     m = metrics_of(chunks=CHUNKS)
-    assert close(m["compression_ratio"], (4000 + 6000 + 1000 + 500) / 39000)
+    assert close(m["compression_ratio"], 39000 / (4000 + 6000 + 1000 + 500))
     partial = [*CHUNKS, chunk(accessed_bytes=None, accessed_uncompressed_bytes=10**6)]
     m = metrics_of(chunks=partial)
-    assert close(m["compression_ratio"], 11500 / 39000)  # the chunk lacking a size is left out
-    assert m["bytes_read_uncompressed"] == 39000 + 10**6
+    assert m["compression_ratio"] is None  # a ratio over part of the baskets would mislead
+    assert "lack 'accessed_bytes'" in m["unavailable"]["compression_ratio"]
 
 
 def test_compression_ratio_leaves_out_embedded_baskets() -> None:
     # Baskets embedded in the TTree metadata (as in the shared 2015 ttbar file) have
-    # no compressed size: 0 in accessed_bytes, so they must not count below the line.
+    # no compressed size: they count on neither side of the ratio.
     mixed = chunk(accessed_bytes=300, accessed_uncompressed_bytes=1700, accessed_embedded_bytes=700)
     m = metrics_of(chunks=[mixed])
-    assert close(m["compression_ratio"], 300 / 1000)
-    assert close(m["file_read_metrics"]["/data/a.root"]["compression_ratio"], 300 / 1000)
+    assert close(m["compression_ratio"], 1000 / 300)
+    assert close(m["file_read_metrics"]["/data/a.root"]["compression_ratio"], 1000 / 300)
     only = chunk(accessed_bytes=0, accessed_uncompressed_bytes=900, accessed_embedded_bytes=900)
     m = metrics_of(chunks=[only])
     assert m["compression_ratio"] is None
     assert m["unavailable"]["compression_ratio"] == (
-        "the uncompressed size of the accessed baskets stored outside the TTree metadata is 0"
+        "every basket read was embedded in the TTree metadata"
     )
     assert m["file_read_metrics"]["/data/a.root"]["compression_ratio"] is None
     assert m["compression_ratios"] == []
 
 
 def test_compression_ratio_unavailable() -> None:
-    why = {"accessed_uncompressed_bytes": "the entry range holds no baskets"}
+    why = {"accessed_bytes": "the entry range holds no baskets"}
     lost = chunk(accessed_bytes=None, accessed_uncompressed_bytes=None, unavailable=why)
     m = metrics_of(chunks=[lost])
     assert m["compression_ratio"] is None
     assert m["unavailable"]["compression_ratio"] == (
-        "no chunk record has both accessed sizes: 1 of 1 chunk records lack "
-        "'accessed_uncompressed_bytes' (the entry range holds no baskets)"
+        "the baskets read are not known: 1 of 1 chunk records lack "
+        "'accessed_bytes' (the entry range holds no baskets)"
     )
     assert "lack 'accessed_uncompressed_bytes'" in m["unavailable"]["bytes_read_uncompressed"]
-    m = metrics_of(chunks=[chunk(accessed_bytes=0, accessed_uncompressed_bytes=0)])
-    assert m["compression_ratio"] is None
-    assert m["unavailable"]["compression_ratio"].endswith("is 0")
+
+
+def test_a_basket_shared_by_chunks_counts_once_per_file() -> None:
+    # Two chunks of one file read the basket at seek 500 (it straddles their ranges):
+    # each chunk read it, the file read it once.
+    first = chunk(
+        entry_start=0,
+        entry_stop=20,
+        accessed_bytes=300,
+        accessed_uncompressed_bytes=900,
+        accessed_baskets=baskets((100, 100, 300), (500, 200, 600)),
+    )
+    second = chunk(
+        entry_start=20,
+        entry_stop=40,
+        accessed_bytes=450,
+        accessed_uncompressed_bytes=1500,
+        accessed_baskets=baskets((500, 200, 600), (900, 250, 900)),
+    )
+    m = metrics_of(chunks=[first, second])
+    per_file = m["file_read_metrics"]["/data/a.root"]
+    assert per_file["baskets_read"] == 3
+    assert per_file["bytes_read"] == 550
+    assert per_file["bytes_read_uncompressed"] == 1800
+    assert per_file["bytes_read_percent"] == 100.0 * 550 / 100_000
+    assert close(per_file["compression_ratio"], 1800 / 550)
+    assert close(m["compression_ratio"], 1800 / 550)
+    assert m["bytes_read_uncompressed"] == 900 + 1500  # what the chunks decompressed
+
+
+def test_a_basket_id_is_unique_per_file_and_tree() -> None:
+    a = chunk(file="a", accessed_baskets=baskets((7, 10, 40)))
+    b = chunk(file="b", accessed_baskets=baskets((7, 20, 40)))
+    friend = chunk(file="a", treename="Friends", accessed_baskets=baskets((-1, 0, 64)))
+    m = metrics_of(chunks=[a, b, friend])
+    assert m["file_read_metrics"]["a"]["baskets_read"] == 2
+    assert m["file_read_metrics"]["a"]["bytes_read"] == 10
+    assert m["file_read_metrics"]["b"]["bytes_read"] == 20
+    assert close(m["compression_ratio"], 80 / 30)
 
 
 def test_branch_coverage_per_file_uses_every_chunk() -> None:
@@ -109,16 +146,18 @@ def test_branch_coverage_per_file_uses_every_chunk() -> None:
         "branches_read": 3,
         "branches_read_percent": 30.0,
         "total_tree_bytes": 100_000,
+        "baskets_read": 2,
         "bytes_read": 10_000,
+        "bytes_read_uncompressed": 36_000,
         "bytes_read_percent": 10.0,
-        "compression_ratio": 10_000 / 36_000,
+        "compression_ratio": 36_000 / 10_000,
     }
     assert files["b"]["branches_read_percent"] == 50.0
     assert files["b"]["bytes_read_percent"] == 15.0
     assert m["avg_branches_read_percent"] == 40.0
     assert m["avg_bytes_read_percent"] == 12.5
     assert m["bytes_read_percent_per_file"] == [10.0, 15.0]
-    assert m["compression_ratios"] == [10_000 / 36_000, 1500 / 3000]
+    assert m["compression_ratios"] == [36_000 / 10_000, 3000 / 1500]
     assert m["file_metadata"] == {"a": META_A, "b": META_B}
     assert m["accessed_branches"] == ["Jet_eta", "Jet_pt", "Muon_eta", "Muon_pt"]
     assert m["total_branches_read"] == 4
@@ -132,7 +171,7 @@ def test_files_without_metadata() -> None:
     m = metrics_of(chunks=[chunk(file_metadata=None)])
     assert m["avg_branches_read_percent"] is None
     assert "no file has branches_read_percent" in m["unavailable"]["avg_branches_read_percent"]
-    assert m["compression_ratios"] == [0.25]  # from the chunk's read sizes, not its metadata
+    assert m["compression_ratios"] == [4.0]  # from the chunk's read sizes, not its metadata
 
 
 def test_no_chunk_records() -> None:

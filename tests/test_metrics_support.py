@@ -6,6 +6,7 @@ Python data"); times are scheduler-clock seconds around :data:`T0`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -210,7 +211,36 @@ def chunk(**overrides: Any) -> dict[str, Any]:
         "timestamp": T0 + 3.0,
     }
     record.update(overrides)
+    if "accessed_baskets" not in overrides:
+        record["accessed_baskets"] = own_baskets(record)
     return record
+
+
+_BASKET_IDS = itertools.count(1000)
+
+
+def own_baskets(record: dict[str, Any]) -> dict[str, list[int]] | None:
+    """Baskets no other chunk shares that add up to the record's accessed sizes.
+
+    One stored basket, plus one embedded basket when ``accessed_embedded_bytes``
+    is set; None when a size is unmeasured.
+    """
+    compressed = record.get("accessed_bytes")
+    uncompressed = record.get("accessed_uncompressed_bytes")
+    if not isinstance(compressed, int) or not isinstance(uncompressed, int):
+        return None
+    embedded = record.get("accessed_embedded_bytes") or 0
+    sizes = [(compressed, uncompressed - embedded)] + ([(0, embedded)] if embedded else [])
+    return baskets(*((next(_BASKET_IDS), c, u) for c, u in sizes))
+
+
+def baskets(*triples: tuple[int, int, int]) -> dict[str, list[int]]:
+    """An ``accessed_baskets`` field from (id, compressed, uncompressed) triples."""
+    return {
+        "id": [t[0] for t in triples],
+        "compressed": [t[1] for t in triples],
+        "uncompressed": [t[2] for t in triples],
+    }
 
 
 def make_inputs(**overrides: Any) -> MetricsInputs:

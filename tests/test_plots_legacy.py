@@ -522,7 +522,7 @@ def test_runtime_vs_events_fits_a_line() -> None:
         (
             io.plot_compression_ratio_distribution,
             "compression_ratios",
-            "compression ratio (compressed / uncompressed bytes)",
+            "compression ratio (uncompressed / compressed bytes)",
         ),
         (
             io.plot_data_access_percentage,

@@ -244,6 +244,8 @@ class _TreeIndex:
     Basket ``i`` holds entries ``[starts[i], stops[i])`` in ``compressed[i]``
     bytes (TKey included); ``seeks[i]`` is its file position, or -1 for an
     embedded basket whose uncompressed size is ``embedded_uncompressed[i]``.
+    A basket's identity in a record is its seek (unique in the file), or
+    ``-(i + 1)`` for an embedded one (unique in the tree).
     """
 
     __slots__ = (
@@ -278,22 +280,15 @@ class _TreeIndex:
         self.tree_uncompressed = int(tree.uncompressed_bytes)
         self.nbytes = sum(array.nbytes for array in joined) + 128 * len(self.branches)
 
-    def chunk_bytes(
-        self, names: list[str], start: int, stop: int
-    ) -> tuple[int, list[tuple[int, int]], int, int]:
-        """Byte sums over the baskets overlapping ``[start, stop)``.
+    def chunk_baskets(self, names: list[str], start: int, stop: int) -> tuple[ChunkBaskets, int]:
+        """The baskets of ``names`` overlapping ``[start, stop)``, and the range's size.
 
         Returns
         -------
-        accessed : int
-            Compressed bytes of the baskets of ``names``.
-        normal : list of (int, int)
-            ``(seek, compressed size)`` of those of them that are normal
-            baskets, in file order.
-        embedded_uncompressed : int
-            Uncompressed bytes of those of them that are embedded.
+        baskets : ChunkBaskets
+            Those baskets, normal ones in file order, then embedded ones.
         in_range : int
-            Compressed bytes of the baskets of every branch.
+            Compressed bytes of the baskets of every branch overlapping the range.
 
         Raises
         ------
@@ -304,15 +299,63 @@ class _TreeIndex:
         in_range = int(self.compressed[overlap].sum())
         parts = [numpy.arange(*self.branches[name]) for name in names]
         chosen = numpy.concatenate(parts) if parts else numpy.zeros(0, numpy.int64)
-        chosen = chosen[overlap[chosen]]
+        chosen = numpy.unique(chosen[overlap[chosen]])
         seeks = self.seeks[chosen]
-        accessed = int(self.compressed[chosen].sum())
-        embedded = int(self.embedded_uncompressed[chosen[seeks < 0]].sum())
         normal = chosen[seeks >= 0]
-        pairs = sorted(
-            zip(self.seeks[normal].tolist(), self.compressed[normal].tolist(), strict=True)
+        normal = normal[numpy.argsort(self.seeks[normal], kind="stable")]
+        embedded = chosen[seeks < 0]
+        return (
+            ChunkBaskets(
+                normal_seeks=self.seeks[normal].tolist(),
+                normal_compressed=self.compressed[normal].tolist(),
+                embedded_ids=(-(embedded + 1)).tolist(),
+                embedded_uncompressed=self.embedded_uncompressed[embedded].tolist(),
+            ),
+            in_range,
         )
-        return accessed, pairs, embedded, in_range
+
+
+class ChunkBaskets:
+    """The baskets one chunk read: normal ones by seek, embedded ones by identity."""
+
+    __slots__ = ("embedded_ids", "embedded_uncompressed", "normal_compressed", "normal_seeks")
+
+    def __init__(
+        self,
+        normal_seeks: list[int],
+        normal_compressed: list[int],
+        embedded_ids: list[int],
+        embedded_uncompressed: list[int],
+    ) -> None:
+        self.normal_seeks = normal_seeks
+        self.normal_compressed = normal_compressed
+        self.embedded_ids = embedded_ids
+        self.embedded_uncompressed = embedded_uncompressed
+
+    def record_fields(self, normal_uncompressed: list[int]) -> dict[str, Any]:
+        """The record's byte fields, given the normal baskets' uncompressed sizes."""
+        embedded = sum(self.embedded_uncompressed)
+        return {
+            "accessed_bytes": sum(self.normal_compressed),
+            "accessed_uncompressed_bytes": sum(normal_uncompressed) + embedded,
+            "accessed_embedded_bytes": embedded,
+            "accessed_baskets": {
+                "id": self.normal_seeks + self.embedded_ids,
+                "compressed": self.normal_compressed + [0] * len(self.embedded_ids),
+                "uncompressed": normal_uncompressed + self.embedded_uncompressed,
+            },
+        }
+
+
+def _embedded_size(basket: Any) -> int:
+    """The bytes an embedded basket holds, counted as a stored basket's fObjlen + fKeylen.
+
+    An embedded basket's fObjlen is its buffer's capacity, not its data. Its
+    data ends at fLast (key included); a jagged branch's entry offsets follow
+    as a counted array of fNevBuf + 1 ints, as ROOT writes them to a stored basket.
+    """
+    offsets = basket.byte_offsets
+    return int(basket.member("fLast")) + (0 if offsets is None else 4 * (len(offsets) + 1))
 
 
 def _branch_baskets(branch: Any) -> tuple[numpy.ndarray, ...]:
@@ -325,13 +368,13 @@ def _branch_baskets(branch: Any) -> tuple[numpy.ndarray, ...]:
     compressed = [numpy.asarray(branch.member("fBasketBytes")[:n_normal], dtype=numpy.int64)]
     seeks = [numpy.asarray(branch.member("fBasketSeek")[:n_normal], dtype=numpy.int64)]
     uncompressed = [numpy.zeros(n_normal, numpy.int64)]
-    for number in range(n_normal, n_normal + len(embedded)):
+    for number, basket in enumerate(embedded, start=n_normal):
         first, last = branch.basket_entry_start_stop(number)
         starts.append(numpy.array([first], numpy.int64))
         stops.append(numpy.array([last], numpy.int64))
         compressed.append(numpy.array([branch.basket_compressed_bytes(number)], numpy.int64))
         seeks.append(numpy.array([-1], numpy.int64))
-        uncompressed.append(numpy.array([branch.basket_uncompressed_bytes(number)], numpy.int64))
+        uncompressed.append(numpy.array([_embedded_size(basket)], numpy.int64))
     return tuple(numpy.concatenate(c) for c in (starts, stops, compressed, seeks, uncompressed))
 
 
@@ -393,30 +436,30 @@ _FILES_SEEN = _SeenFiles(MAX_FILES_SEEN)
 # --- basket arithmetic ----------------------------------------------------------
 
 
-def _uncompressed_from_keys(source: Any, baskets: list[tuple[int, int]]) -> int:
-    """Σ (fObjlen + fKeylen) of the TKeys of normal baskets, read in one request.
+def _uncompressed_from_keys(source: Any, seeks: list[int], sizes: list[int]) -> list[int]:
+    """fObjlen + fKeylen of each normal basket's TKey, read in one request.
 
-    ``baskets`` are ``(seek, compressed size)`` pairs; each TKey's fNbytes must
-    equal the size the branch metadata gives. uproot's
-    ``basket_uncompressed_bytes`` reads the same header, one request per
-    basket (one round trip each on remote files).
+    ``seeks`` and ``sizes`` are the baskets' positions and compressed sizes;
+    each TKey's fNbytes must equal the size the branch metadata gives.
+    uproot's ``basket_uncompressed_bytes`` reads the same header, one request
+    per basket (one round trip each on remote files).
 
     Raises
     ------
     ValueError
         If a header does not match its basket.
     """
-    if not baskets:
-        return 0
-    ranges = [(seek, seek + _TKEY_HEAD.size) for seek, _ in baskets]
+    if not seeks:
+        return []
+    ranges = [(seek, seek + _TKEY_HEAD.size) for seek in seeks]
     chunks = source.chunks(ranges, notifications=queue.Queue())
-    total = 0
-    for chunk, (seek, size) in zip(chunks, baskets, strict=True):
+    sizes_out = []
+    for chunk, seek, size in zip(chunks, seeks, sizes, strict=True):
         nbytes, _, objlen, _, keylen = _TKEY_HEAD.unpack(bytes(chunk.raw_data[: _TKEY_HEAD.size]))
         if nbytes != size or objlen < 0 or keylen <= 0:
             raise ValueError(f"the TKey at {seek} does not describe a basket of {size} bytes")
-        total += objlen + keylen
-    return total
+        sizes_out.append(objlen + keylen)
+    return sizes_out
 
 
 # --- the decorator ---------------------------------------------------------------
@@ -571,6 +614,7 @@ class _Measure:
             "accessed_bytes",
             "accessed_uncompressed_bytes",
             "accessed_embedded_bytes",
+            "accessed_baskets",
             "bytes_read_percent",
         )
         for key in (*branch_keys, "file_metadata"):
@@ -598,14 +642,13 @@ class _Measure:
             branches = len(index.branches)
             if branches:
                 record["branches_read_percent"] = 100.0 * len(names) / branches
-            accessed, normal, embedded, in_range = index.chunk_bytes(names, start, stop)
-            record["accessed_bytes"] = accessed
-            record["accessed_uncompressed_bytes"] = embedded + _uncompressed_from_keys(
-                source, normal
+            baskets, in_range = index.chunk_baskets(names, start, stop)
+            normal_uncompressed = _uncompressed_from_keys(
+                source, baskets.normal_seeks, baskets.normal_compressed
             )
-            record["accessed_embedded_bytes"] = embedded
+            record.update(baskets.record_fields(normal_uncompressed))
             if in_range > 0:
-                record["bytes_read_percent"] = 100.0 * accessed / in_range
+                record["bytes_read_percent"] = 100.0 * record["accessed_bytes"] / in_range
             else:
                 self.unavailable["bytes_read_percent"] = "the entry range holds no baskets"
             address = getattr(worker, "address", None)

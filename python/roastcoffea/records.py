@@ -56,7 +56,16 @@ accessed_bytes            Σ compressed size (TKey included, ``fBasketBytes``)
                           of the accessed branches' baskets overlapping
                           ``[entry_start, entry_stop)``
 accessed_uncompressed_    Σ ``fObjlen + fKeylen`` of the same baskets (as
-bytes                     uproot's ``basket_uncompressed_bytes``)
+bytes                     uproot's ``basket_uncompressed_bytes``); for a
+                          basket embedded in the TTree metadata, the bytes it
+                          holds (``fLast``, plus the counted entry offsets of
+                          a jagged branch), not its buffer's capacity
+accessed_embedded_bytes   the part of ``accessed_uncompressed_bytes`` in
+                          embedded baskets (they have no compressed size)
+accessed_baskets          ``{id, compressed, uncompressed}``: parallel lists
+                          of those baskets, ``id`` the basket's seek in the
+                          file, or ``-(n + 1)`` for the tree's embedded basket
+                          ``n``; a file's baskets count once per file
 branches_read_percent     100 * accessed branches / branches of the tree
 bytes_read_percent        100 * accessed_bytes / compressed bytes of all the
                           tree's baskets overlapping the entry range

@@ -1,10 +1,11 @@
 """ROOT input: bytes by source, the compression ratio of what was read, branch coverage per file.
 
-Source: the chunk records. ``accessed_bytes`` and ``accessed_uncompressed_bytes``
-of a chunk are the compressed and uncompressed sizes of the baskets of its
-accessed branches that overlap its entry range (a basket straddling two chunks
-counts in both). Every record counts here, failed ones included: their bytes
-were read.
+Source: the chunk records. A chunk's ``accessed_bytes`` and
+``accessed_uncompressed_bytes`` are the compressed and uncompressed sizes of
+the baskets of its accessed branches that overlap its entry range: what that
+chunk read (a basket straddling two chunks counts in both). Per file and for
+the whole run, each basket counts once, by its identity in ``accessed_baskets``.
+Every record counts here, failed ones included: their bytes were read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.metrics._util import Metrics, divide, is_number, lacking
+from roastcoffea.metrics._util import Metrics, is_number, lacking
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
@@ -35,6 +36,9 @@ COVERAGE_KEYS = (
     "total_branches_read",
     "accessed_branches",
 )
+
+#: {(file, tree, basket id): (compressed, uncompressed)} of the distinct baskets some chunks read.
+Baskets = dict[tuple[Any, int], tuple[int, int]]
 
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
@@ -67,7 +71,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         if values:
             out.put(key, sum(values) / len(values))
         else:
-            out.missing(key, f"no file has {field} (file metadata or accessed bytes missing)")
+            out.missing(key, f"no file has {field} (file metadata or accessed baskets missing)")
     out.put(
         "bytes_read_percent_per_file",
         [m["bytes_read_percent"] for m in files.values() if m["bytes_read_percent"] is not None],
@@ -77,38 +81,49 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("total_branches_read", len(branches))
 
 
-def accessed_sizes(chunks: list[dict[str, Any]]) -> tuple[float, float] | None:
-    """Compressed and uncompressed bytes of the stored baskets the chunks read.
+def distinct_baskets(chunks: list[dict[str, Any]]) -> Baskets | None:
+    """The distinct baskets the chunks read, or None when a chunk lacks them.
 
-    ``(Σ accessed_bytes, Σ accessed_uncompressed_bytes - accessed_embedded_bytes)`` over
-    the chunks that have both sizes, or None. Baskets embedded in the TTree's own
-    metadata have no compressed size of their own, so they are left out of both sides.
+    A basket is known by its file, its tree and its ``accessed_baskets`` id
+    (its seek in the file, or a negative number for a basket embedded in the
+    tree's metadata).
     """
-    both = [
-        c
-        for c in chunks
-        if is_number(c.get("accessed_bytes")) and is_number(c.get("accessed_uncompressed_bytes"))
-    ]
-    if not both:
-        return None
-    return (
-        sum(c["accessed_bytes"] for c in both),
-        sum(
-            c["accessed_uncompressed_bytes"] - (c.get("accessed_embedded_bytes") or 0) for c in both
-        ),
-    )
+    baskets: Baskets = {}
+    for chunk in chunks:
+        listed = chunk.get("accessed_baskets")
+        if not isinstance(listed, dict):
+            return None
+        where = (chunk.get("file"), chunk.get("treename"))
+        for basket, compressed, uncompressed in zip(
+            listed["id"], listed["compressed"], listed["uncompressed"], strict=True
+        ):
+            baskets[(*where, basket)] = (compressed, uncompressed)
+    return baskets
+
+
+def stored_ratio(baskets: Baskets) -> float | None:
+    """Uncompressed / compressed bytes of the stored baskets; None when all are embedded.
+
+    A basket embedded in the TTree metadata has no compressed size of its own,
+    so it is left out of both sides.
+    """
+    stored = [sizes for sizes in baskets.values() if sizes[0] > 0]
+    compressed = sum(c for c, _ in stored)
+    return sum(u for _, u in stored) / compressed if compressed else None
 
 
 def _put_compression_ratio(chunks: list[dict[str, Any]], out: Metrics) -> None:
-    """Compressed / uncompressed size of the baskets the chunks read."""
-    sizes = accessed_sizes(chunks)
-    if sizes is None:
-        why = lacking(chunks, "accessed_uncompressed_bytes") or lacking(chunks, "accessed_bytes")
-        out.missing("compression_ratio", f"no chunk record has both accessed sizes: {why}")
+    """Uncompressed / compressed size of the distinct stored baskets the chunks read."""
+    baskets = distinct_baskets(chunks)
+    if baskets is None:
+        why = lacking(chunks, "accessed_bytes") or "a chunk record lacks 'accessed_baskets'"
+        out.missing("compression_ratio", f"the baskets read are not known: {why}")
         return
-    compressed, uncompressed = sizes
-    what = "the uncompressed size of the accessed baskets stored outside the TTree metadata"
-    out.derive("compression_ratio", lambda: divide(compressed, uncompressed, what))
+    ratio = stored_ratio(baskets)
+    if ratio is None:
+        out.missing("compression_ratio", "every basket read was embedded in the TTree metadata")
+    else:
+        out.put("compression_ratio", ratio)
 
 
 def _file_metadata(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -121,15 +136,15 @@ def _file_metadata(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per file, what all its chunks read (not the first chunk's figures).
+    """Per file, what all its chunks read, each basket once.
 
     ``branches_read`` is the number of distinct branches any chunk of the file
     accessed, ``branches_read_percent`` = 100 * branches_read / total_branches;
-    ``bytes_read`` = Σ accessed_bytes of the file's chunks and
-    ``bytes_read_percent`` = 100 * bytes_read / total_tree_bytes;
-    ``compression_ratio`` = compressed / uncompressed size of what the file's
-    chunks read (as the global ``compression_ratio``). Values needing file
-    metadata, or accessed bytes some chunk lacks, are None.
+    ``bytes_read`` and ``bytes_read_uncompressed`` are the compressed and
+    uncompressed sizes of the distinct baskets read, ``bytes_read_percent`` =
+    100 * bytes_read / total_tree_bytes; ``compression_ratio`` = uncompressed /
+    compressed size of the distinct stored baskets read. Values needing file
+    metadata, or baskets some chunk lacks, are None.
     """
     by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in chunks:
@@ -140,12 +155,8 @@ def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
         records = by_file[name]
         meta = metadata.get(name) or {}
         branches = len({b for c in records for b in c.get("accessed_branches") or ()})
-        read = (
-            sum(c["accessed_bytes"] for c in records)
-            if all(is_number(c.get("accessed_bytes")) for c in records)
-            else None
-        )
-        sizes = accessed_sizes(records)
+        baskets = distinct_baskets(records)
+        read = None if baskets is None else sum(c for c, _ in baskets.values())
         total_branches = meta.get("total_branches")
         tree_bytes = meta.get("total_tree_bytes")
         table[name] = {
@@ -154,9 +165,13 @@ def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
             "branches_read": branches,
             "branches_read_percent": _percent(branches, total_branches),
             "total_tree_bytes": tree_bytes,
+            "baskets_read": None if baskets is None else len(baskets),
             "bytes_read": read,
+            "bytes_read_uncompressed": (
+                None if baskets is None else sum(u for _, u in baskets.values())
+            ),
             "bytes_read_percent": _percent(read, tree_bytes),
-            "compression_ratio": sizes[0] / sizes[1] if sizes and sizes[1] else None,
+            "compression_ratio": None if baskets is None else stored_ratio(baskets),
         }
     return table
 

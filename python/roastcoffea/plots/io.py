@@ -38,8 +38,9 @@ def plot_compression_ratio_distribution(
 ) -> tuple[Figure, Axes]:
     """Plot the histogram of the files' compression ratios, with mean and median.
 
-    A file's ratio is the compressed / uncompressed size of the baskets its
-    chunks read (below 1 when compression helps). Unit: dimensionless ratio on
+    A file's ratio is the uncompressed / compressed size of the distinct
+    stored baskets its chunks read (above 1 when compression helps), as
+    uproot's ``TTree.compression_ratio``. Unit: dimensionless ratio on
     x, files on y.
 
     Parameters
@@ -69,7 +70,7 @@ def plot_compression_ratio_distribution(
     ratios = _per_file(metrics, "compression_ratios")
     fig, ax = new_figure(figsize)
     draw_distribution(ax, ratios, bins, "")
-    ax.set_xlabel("compression ratio (compressed / uncompressed bytes)")
+    ax.set_xlabel("compression ratio (uncompressed / compressed bytes)")
     ax.set_ylabel("files")
     ax.set_title(title)
     finish(fig, output_path)

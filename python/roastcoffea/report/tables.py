@@ -205,7 +205,7 @@ def throughput_table(metrics: Mapping[str, Any]) -> TableData:
         (
             ("Bytes Read (compressed)", "bytes_read_compressed", format_bytes),
             ("Bytes Read (uncompressed)", "bytes_read_uncompressed", format_bytes),
-            ("Compression Ratio", "compression_ratio", number(3)),
+            ("Compression Ratio", "compression_ratio", number(2, "x")),
             ("Memory Read (Dask Spans)", "total_bytes_memory_read_dask", format_bytes),
         ),
     )
