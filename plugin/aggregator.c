@@ -526,6 +526,27 @@ static PyObject *agg_sample(PyObject *op, PyObject *args)
 
 /* Payloads come from other processes: anything malformed, including a value
  * that is not bytes at all, is counted and never raised. */
+static PyObject *agg_add_record(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *address;
+    Py_buffer view;
+    double now;
+    if (!PyArg_ParseTuple(args, "Uy*d:add_record", &address, &view, &now))
+        return NULL;
+    roast_id addr_id;
+    int rc = intern_arg(self, address, &addr_id);
+    roast_status st = ROAST_EFULL;
+    if (rc == 0)
+        st = roast_agg_add_sent_record(self->agg, addr_id, now, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    if (st == ROAST_ENOMEM)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(st == ROAST_OK);
+}
+
 static PyObject *agg_ingest(PyObject *op, PyObject *args)
 {
     Aggregator *self = (Aggregator *)op;
@@ -773,6 +794,10 @@ static PyMethodDef agg_methods[] = {
      "ingest(address: str, payload: bytes, now: float) -> bool\n\n"
      "Applies a worker payload; True when a full flush of the worker is needed.\n"
      "Malformed payloads are counted (payload_errors), never raised."},
+    {"add_record", agg_add_record, METH_VARARGS,
+     "add_record(address: str, data: bytes, now: float) -> bool\n\n"
+     "Keeps a record a worker sent once on its event stream; False when refused\n"
+     "at the byte cap or the string table (counted)."},
     {"set_span", agg_set_span, METH_VARARGS,
      "set_span(span_id: str, parent: str | None, name: tuple[str, ...]) -> None"},
     {"count_error", (PyCFunction)(void (*)(void))agg_count_error, METH_VARARGS | METH_KEYWORDS,

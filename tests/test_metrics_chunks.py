@@ -156,7 +156,9 @@ def test_sections_accumulate_across_chunks() -> None:
 
 def test_unmeasured_fields_say_why() -> None:
     why = {"mem_delta_mb": "psutil is not installed"}
-    m = metrics_of(chunks=[chunk(mem_delta_mb=None, unavailable=why) for _ in range(2)])
+    m = metrics_of(
+        chunks=[chunk(mem_delta_mb=None, unavailable=why, entry_start=i) for i in range(2)]
+    )
     assert m["chunk_mem_delta_mean_mb"] is None
     assert m["unavailable"]["chunk_mem_delta_mean_mb"] == (
         "2 of 2 chunk records lack 'mem_delta_mb' (psutil is not installed)"
@@ -187,3 +189,38 @@ def test_no_chunk_records() -> None:
     for key in (*keys, "num_failed_chunks", "per_dataset", "chunk_info", "sections"):
         assert m[key] is None
         assert "@track_metrics" in m["unavailable"][key]
+
+
+def test_each_work_item_counts_once_and_recomputations_are_reported() -> None:
+    # Item (a, 0-1000) ran three times: failed, then succeeded on a worker that died
+    # before its result was used, then again; (b, 0-500) once.
+    failed = chunk(num_events=1000, error="OSError: xrootd", process_cpu_s=0.5, duration=0.6)
+    lost = chunk(num_events=1000, process_cpu_s=1.0, duration=1.5, t_end=T0 + 2)
+    kept = chunk(num_events=1000, process_cpu_s=1.25, duration=1.75, t_end=T0 + 9)
+    other = chunk(file="/data/b.root", entry_stop=500, num_events=500)
+    m = metrics_of(chunks=[failed, lost, other, kept])
+    assert m["num_chunks"] == 2
+    assert m["num_successful_chunks"] == 2
+    assert m["num_failed_chunks"] == 0  # its item succeeded in the end
+    assert m["total_events_from_chunks"] == 1500
+    assert m["per_dataset"]["dy"]["num_chunks"] == 2
+    assert m["per_dataset"]["dy"]["total_duration"] == 1.75 + 2.0
+    assert m["raw_chunk_metrics"] == [kept, other]
+    assert m["recomputed_chunks"] == 2
+    assert m["recomputed_chunk_cpu_seconds"] == 0.5 + 1.0
+    assert m["recomputed_chunk_seconds"] == 0.6 + 1.5
+    assert m["recomputed_events"] == 2000
+    assert m["recomputed_chunk_records"] == [failed, lost]
+
+
+def test_an_item_that_never_succeeded_is_one_failed_chunk() -> None:
+    tries = [chunk(error="OSError: gone", entry_start=7) for _ in range(3)]
+    m = metrics_of(chunks=tries)
+    assert (m["num_chunks"], m["num_failed_chunks"], m["recomputed_chunks"]) == (1, 1, 2)
+
+
+def test_records_without_a_work_item_are_all_kept() -> None:
+    loose = [chunk(file=None, entry_start=None, entry_stop=None) for _ in range(2)]
+    m = metrics_of(chunks=loose)
+    assert (m["num_chunks"], m["recomputed_chunks"]) == (2, 0)
+    assert m["recomputed_chunk_cpu_seconds"] == 0

@@ -20,6 +20,7 @@ META_B = {
 CHUNKS = [
     chunk(
         file="a",
+        entry_start=0,
         file_metadata=META_A,
         accessed_branches=["Jet_pt", "Jet_eta"],
         accessed_bytes=4000,
@@ -27,6 +28,7 @@ CHUNKS = [
     ),
     chunk(
         file="a",
+        entry_start=1,
         file_metadata=META_A,
         accessed_branches=["Jet_pt", "Muon_pt"],
         accessed_bytes=6000,
@@ -34,6 +36,7 @@ CHUNKS = [
     ),
     chunk(
         file="b",
+        entry_start=0,
         file_metadata=META_B,
         accessed_branches=["Jet_pt"],
         accessed_bytes=1000,
@@ -42,6 +45,7 @@ CHUNKS = [
     ),
     chunk(
         file="b",
+        entry_start=1,
         file_metadata=META_B,
         accessed_branches=["Muon_eta"],
         accessed_bytes=500,
@@ -63,7 +67,10 @@ def test_compression_ratio_of_what_was_read() -> None:
     # Uncompressed / compressed, as TTree.compression_ratio: > 1 for compressed data.
     m = metrics_of(chunks=CHUNKS)
     assert close(m["compression_ratio"], 39000 / (4000 + 6000 + 1000 + 500))
-    partial = [*CHUNKS, chunk(accessed_bytes=None, accessed_uncompressed_bytes=10**6)]
+    partial = [
+        *CHUNKS,
+        chunk(entry_start=2, accessed_bytes=None, accessed_uncompressed_bytes=10**6),
+    ]
     m = metrics_of(chunks=partial)
     assert m["compression_ratio"] is None  # a ratio over part of the baskets would mislead
     assert "lack 'accessed_bytes'" in m["unavailable"]["compression_ratio"]

@@ -74,7 +74,7 @@ def test_aliases_of_0_1_2() -> None:
 
 
 def test_num_chunks_prefers_chunk_records() -> None:
-    m = workflow(chunks=[chunk() for _ in range(5)])
+    m = workflow(chunks=[chunk(entry_start=i) for i in range(5)])
     assert m["num_chunks"] == 5
     assert m["avg_cpu_time_per_chunk"] == 1.0
     m = workflow(coffea_report={**REPORT, "chunks": 0})
@@ -114,10 +114,10 @@ def test_custom_metrics_alone_are_summed_and_gaps_fall_back_to_the_report() -> N
 
 def test_custom_metrics_override_only_the_datasets_they_name() -> None:
     chunks = [
-        chunk(dataset="dy", num_events=1000, bytes_read_task=8000, duration=2.0),
-        chunk(dataset="dy", num_events=1000, bytes_read_task=8000, duration=2.0),
-        chunk(dataset="tt", num_events=500, bytes_read_task=3000, duration=2.0),
-        chunk(dataset="tt", num_events=7, error="OSError: boom"),  # failed: not counted
+        chunk(dataset="dy", entry_start=0, num_events=1000, bytes_read_task=8000, duration=2.0),
+        chunk(dataset="dy", entry_start=1, num_events=1000, bytes_read_task=8000, duration=2.0),
+        chunk(dataset="tt", entry_start=0, num_events=500, bytes_read_task=3000, duration=2.0),
+        chunk(dataset="tt", entry_start=1, num_events=7, error="OSError: boom"),  # not counted
     ]
     custom = {"tt": {"entries": 600, "performance_counters": {"num_requested_bytes": 9999}}}
     m = workflow(custom_metrics=custom, chunks=chunks)
@@ -202,3 +202,15 @@ def test_every_none_has_a_reason(overrides: dict) -> None:
     unavailable = m.pop("unavailable")
     assert {key for key, value in m.items() if value is None} == set(unavailable)
     assert all(isinstance(reason, str) and reason for reason in unavailable.values())
+
+
+def test_a_recomputed_chunk_counts_once_in_the_totals() -> None:
+    # The first execution's result was lost with its worker; Dask ran the item again.
+    first = chunk(dataset="dy", num_events=1000, bytes_read_task=8000, duration=2.0)
+    again = chunk(dataset="dy", num_events=1000, bytes_read_task=8000, duration=3.0)
+    custom = {"tt": {"entries": 600, "performance_counters": {"num_requested_bytes": 9999}}}
+    m = workflow(custom_metrics=custom, chunks=[first, again])
+    assert m["num_chunks"] == 1
+    assert m["total_events"] == 1000 + 600
+    assert m["bytes_read_compressed"] == 8000 + 9999
+    assert m["dataset_totals"]["dy"]["processtime"] == 3.0  # the execution Dask kept

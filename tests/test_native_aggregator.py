@@ -568,6 +568,21 @@ def test_ingest_applies_tracker_payloads() -> None:
     assert len(d["records"]) == 1
 
 
+def test_records_sent_on_the_event_stream_are_kept_once_each() -> None:
+    agg = Aggregator(started=T0, record_cap_bytes=200)
+    assert agg.add_record(W1, b"chunk-1", T0 + 1) is True
+    assert agg.add_record(W1, memoryview(b"chunk-1"), T0 + 2) is True  # a second execution
+    assert agg.add_record(W2, b"x" * 500, T0 + 3) is False  # over the byte cap: counted
+    d = agg.to_dict()
+    assert d["records"] == [
+        {"worker": W1, "seq": 0, "time": T0 + 1, "data": b"chunk-1"},
+        {"worker": W1, "seq": 0, "time": T0 + 2, "data": b"chunk-1"},
+    ]
+    assert (d["counters"]["records"], d["counters"]["records_dropped"]) == (2, 1)
+    with pytest.raises(TypeError):
+        agg.add_record(W1, "text", T0)
+
+
 def test_ingest_reports_a_gap_and_a_flush_repairs_it() -> None:
     agg = Aggregator(started=T0)
     agg.worker_seen(W1, "w1", T0)

@@ -563,6 +563,17 @@ roast_status roast_agg_add_record(roast_agg *agg, roast_id worker, uint64_t seq,
     return status;
 }
 
+roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,
+                                       const char *data, size_t len)
+{
+    if (len && !data)
+        return ROAST_EINVAL;
+    roast_status status = record_append(agg, worker, 0, time, data, len);
+    if (status == ROAST_OK)
+        agg->counters.records++;
+    return status;
+}
+
 roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
                                       const char *data, size_t len)
 {

@@ -400,6 +400,27 @@ static void test_records_dedup_and_cap(void)
     roast_agg_free(agg);
 }
 
+static void test_sent_records_are_kept_as_sent(void)
+{
+    roast_agg_limits lim;
+    roast_agg_limits_default(&lim);
+    lim.record_cap_bytes = 2 * sizeof(roast_record) + 6;
+    roast_agg *agg = roast_agg_new(&lim, 0);
+    roast_id a = put(agg, "tcp://a");
+    /* no worker row needed, no seq: the event stream never resends */
+    CHECK(roast_agg_add_sent_record(agg, a, 1.0, "abc", 3) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, a, 1.5, "abc", 3) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, a, 2.0, "x", 1) == ROAST_EFULL);
+    CHECK(roast_agg_add_sent_record(agg, a, 2.0, NULL, 1) == ROAST_EINVAL);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 2);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 1);
+    record_list l = {0};
+    CHECK(roast_agg_each_record(agg, collect_record, &l) == 0);
+    CHECK_EQ_U(l.n, 2);
+    CHECK(l.r[1].worker == a && l.r[1].seq == 0 && l.r[1].time == 1.5);
+    roast_agg_free(agg);
+}
+
 typedef struct error_list {
     roast_id names[4];
     uint64_t counts[4];
@@ -482,6 +503,7 @@ int main(void)
     RUN(test_digests_and_incarnation_base);
     RUN(test_spans);
     RUN(test_records_dedup_and_cap);
+    RUN(test_sent_records_are_kept_as_sent);
     RUN(test_errors);
     RUN(test_restore_task_and_report);
     return CHECK_DONE();

@@ -5,9 +5,9 @@ bytes, lists and maps of those) that the instrumentation sends through the
 plugin: :func:`roastcoffea.track_metrics` makes one ``kind="chunk"`` record
 per call of ``process()``, and :class:`~roastcoffea.plugin.RoastWorkerPlugin`
 makes one ``kind="prefix"`` record per (worker, task prefix, span) whose tasks
-run a coffea ``WorkItem``. The worker queues the bytes with
-``RoastWorkerPlugin.queue_record``; they reach the scheduler with the
-heartbeats and come back in every snapshot as ``snapshot["records"]``
+run a coffea ``WorkItem``. The worker sends the bytes with
+``RoastWorkerPlugin.queue_record`` on its event stream, ahead of the message
+that the task finished; they come back in every snapshot as ``snapshot["records"]``
 (``{"worker", "seq", "time", "data"}`` each), where :func:`decode_records`
 turns them into dicts and :func:`records_for_spans` selects a collector's.
 

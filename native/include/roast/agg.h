@@ -164,6 +164,12 @@ roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, 
 roast_status roast_agg_add_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
                                   const char *data, size_t len, bool *kept);
 
+/* Keeps a copy of a record the worker sent once, on its ordered event stream
+ * (never resent, so no seq deduplication; seq is 0). Counted and bounded as
+ * roast_agg_add_record; the worker needs no row. */
+roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,
+                                       const char *data, size_t len);
+
 /* Counts a failure under a name (interned). The errors table has no row cap
  * of its own: names are bounded by the intern table (ROAST_EFULL). */
 roast_status roast_agg_count_error(roast_agg *agg, const char *name, size_t len, uint64_t n);

@@ -15,7 +15,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roastcoffea.metrics import chunks, efficiency, fine, io, workers, workflow
@@ -49,7 +49,8 @@ class MetricsInputs:
         {"num_requested_bytes"}}}`` as in roastcoffea 0.1.2; merged per dataset
         (see docs/metrics.md).
     chunks : list of dict
-        The chunk records of the span (``roastcoffea.records``).
+        The chunk records of the span (``roastcoffea.records``), every
+        execution; :func:`compute_metrics` counts each work item once.
     processor_prefixes : set of str, optional
         Explicit processor task prefixes; None: detected.
     detected_prefixes : set of str
@@ -98,11 +99,13 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
         Every key of docs/metrics.md (roastcoffea 0.1.2 names included as
         aliases), and ``"unavailable"``: ``{key: reason}`` for each None.
     """
+    once, extra = chunks.count_once(inputs.chunks)
+    inputs = replace(inputs, chunks=once)
     out = Metrics()
     fine.compute(inputs, out)
     workers.compute(inputs, out)
     workflow.compute(inputs, out)
     efficiency.compute(out)
-    chunks.compute(inputs, out)
+    chunks.compute(inputs, out, extra)
     io.compute(inputs, out)
     return out.result()

@@ -1,9 +1,11 @@
 """Chunk statistics from the ``@track_metrics`` records: durations, memory, events, sections.
 
 Source: the chunk records of the collector's span (one per ``process()`` call,
-format in docs/architecture.md). A record with an ``error`` is a failed chunk:
-it is counted, and left out of every distribution, total and table below,
-whose values it would cut short.
+format in docs/architecture.md), one per work item: a work item Dask ran again
+(its result lost with a worker, or retried) counts once, and its extra
+executions are reported on their own. A record with an ``error`` is a failed
+chunk: it is counted, and left out of every distribution, total and table
+below, whose values it would cut short.
 """
 
 from __future__ import annotations
@@ -54,16 +56,29 @@ DISTRIBUTIONS = {
 #: Per-chunk section dicts, each a kind in ``sections``.
 SECTION_KINDS = ("timing", "memory", "bytes", "custom")
 
+#: Sums over the extra executions of work items: metric key -> record field.
+RECOMPUTED_SUMS = {
+    "recomputed_chunk_cpu_seconds": "process_cpu_s",
+    "recomputed_chunk_seconds": "duration",
+    "recomputed_events": "num_events",
+}
+RECOMPUTED = ("recomputed_chunks", *RECOMPUTED_SUMS)
+
 _TABLES = ("num_successful_chunks", "num_failed_chunks", "failed_chunks", "per_dataset")
 _MAPS = ("chunk_info", "sections")
 
 
-def compute(inputs: MetricsInputs, out: Metrics) -> None:
-    """Put the chunk counts, distributions, per-dataset table, chunk_info and sections."""
+def compute(inputs: MetricsInputs, out: Metrics, extra: list[dict[str, Any]]) -> None:
+    """Put the chunk counts, distributions, per-dataset table, chunk_info and sections.
+
+    ``inputs.chunks`` holds one record per work item (:func:`count_once`);
+    ``extra`` the other executions, reported as the recomputed figures.
+    """
     out.put("raw_chunk_metrics", list(inputs.chunks))
+    out.put("recomputed_chunk_records", list(extra))
     if not inputs.chunks:
         reason = "no chunk record (process() is not decorated with @track_metrics)"
-        for key in (*_TABLES, *_MAPS):
+        for key in (*_TABLES, *_MAPS, *RECOMPUTED):
             out.missing(key, reason)
         for keys in DISTRIBUTIONS.values():
             for key in keys.values():
@@ -81,6 +96,62 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("per_dataset", per_dataset(inputs.chunks))
     out.put("chunk_info", chunk_info(good))
     out.put("sections", sections(good))
+    _put_recomputed(extra, out)
+
+
+def work_item(chunk: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The coffea work item a chunk record processed, or None when the record cannot say."""
+    item = tuple(chunk.get(f) for f in ("dataset", "file", "treename", "entry_start", "entry_stop"))
+    return None if None in item[1:] else (*item, chunk.get("uuid"))
+
+
+def count_once(chunks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split chunk records into one per work item and the extra executions.
+
+    Dask runs a work item again when the result of its first execution was
+    lost with a worker (or a retry follows a failure): every execution sends
+    a record. The record kept for an item is its last successful execution
+    (the result Dask kept), else its last execution; records that do not name
+    their work item are all kept.
+
+    Returns
+    -------
+    once : list of dict
+        One record per work item, in the order the items were first seen.
+    extra : list of dict
+        The other executions, in input order.
+    """
+    kept: dict[tuple[Any, ...], dict[str, Any]] = {}
+    loose: list[tuple[int, dict[str, Any]]] = []
+    first_seen: dict[tuple[Any, ...], int] = {}
+    for position, chunk in enumerate(chunks):
+        item = work_item(chunk)
+        if item is None:
+            loose.append((position, chunk))
+            continue
+        first_seen.setdefault(item, position)
+        held = kept.get(item)
+        if held is None or not chunk.get("error") or held.get("error"):
+            kept[item] = chunk
+    chosen = {id(chunk) for chunk in kept.values()}
+    ordered = sorted(
+        [(first_seen[item], chunk) for item, chunk in kept.items()] + loose,
+        key=lambda pair: pair[0],
+    )
+    once = [chunk for _, chunk in ordered]
+    extra = [c for c in chunks if id(c) not in chosen and work_item(c) is not None]
+    return once, extra
+
+
+def _put_recomputed(extra: list[dict[str, Any]], out: Metrics) -> None:
+    """The extra executions: how many, and what they cost."""
+    out.put("recomputed_chunks", len(extra))
+    for key, field in RECOMPUTED_SUMS.items():
+        reason = lacking(extra, field)
+        if reason:
+            out.missing(key, reason)
+        else:
+            out.put(key, sum(c[field] for c in extra))
 
 
 def _failure(chunk: dict[str, Any]) -> dict[str, Any]:

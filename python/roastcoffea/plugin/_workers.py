@@ -13,6 +13,9 @@ PLUGIN_NAME = "roastcoffea"
 #: Worker RPC handler that answers with the worker's full payload.
 WORKER_STATE_HANDLER = "roastcoffea_worker_state"
 
+#: Event topic on which workers send instrumentation records to the scheduler.
+RECORDS_TOPIC = "roastcoffea-records"
+
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
 COLUMNS = (
     "memory",

@@ -16,9 +16,9 @@ Each message is a plain dict (msgpack-able, string keys)::
      "chunk_bytes": int,       # Σ bytes read by those chunks (file open included when known)
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
 
-The chunk figures come from the records in the workers' heartbeat payloads
-(decoded here only while someone listens); a record is counted once, on the
-first tick that sees it.
+The chunk figures come from the chunk records workers send on their event
+stream (decoded here only while someone listens), each counted in the delta
+after it arrived.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -29,9 +29,8 @@ from typing import Any
 
 import msgpack
 
-from roastcoffea import _native
 from roastcoffea.plugin._compat import topic_subscribers
-from roastcoffea.plugin._workers import PLUGIN_NAME, worker_payload, worker_values
+from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
 
 #: Event topic of the live stream.
 TOPIC = PLUGIN_NAME
@@ -76,10 +75,18 @@ class LiveStream:
         self._scheduler = scheduler
         self._aggregator = aggregator
         self._last: tuple[float, int, int, int] | None = None
-        # Last payload looked at per worker (identity), and the highest record
-        # number counted per worker incarnation: payloads repeat records.
-        self._payloads: dict[str, bytes] = {}
-        self._record_seq: dict[str, int] = {}
+        # Chunks, events and bytes of the chunk records since the previous delta.
+        self._chunks = [0, 0, 0]
+
+    def record(self, data: bytes) -> None:
+        """Count a record a worker sent, for the next delta (only while a client listens)."""
+        if self._last is None:
+            return
+        figures = _chunk_figures(data)
+        if figures is not None:
+            self._chunks[0] += 1
+            self._chunks[1] += figures[0]
+            self._chunks[2] += figures[1]
 
     def tick(self, now: float) -> bool:
         """Publish one delta if a client is subscribed.
@@ -95,10 +102,9 @@ class LiveStream:
         # None means this Dask does not say: publish anyway (events are bounded).
         if topic_subscribers(self._scheduler, TOPIC) == 0:
             self._last = None
-            self._payloads.clear()
-            self._record_seq.clear()
+            self._chunks = [0, 0, 0]
             return False
-        chunks, chunk_events, chunk_bytes = self._new_chunks()
+        (chunks, chunk_events, chunk_bytes), self._chunks = self._chunks, [0, 0, 0]
         memory, erred = _finished_counts(self._scheduler)
         events = int(self._aggregator.counters["events"])
         last, self._last = self._last, (now, memory, erred, events)
@@ -120,33 +126,6 @@ class LiveStream:
             },
         )
         return True
-
-    def _new_chunks(self) -> tuple[int, int, int]:
-        """Chunks, events and bytes of the records no earlier tick counted."""
-        chunks = events = nbytes = 0
-        for address, ws in list(self._scheduler.workers.items()):
-            payload = worker_payload(ws)
-            if payload is None or payload is self._payloads.get(address):
-                continue
-            self._payloads[address] = payload
-            try:
-                decoded = _native.decode_payload(payload)
-            except ValueError:
-                continue  # the sampler counts malformed payloads
-            incarnation = decoded["incarnation"]
-            counted = self._record_seq.get(incarnation, 0)
-            for record in decoded["records"]:
-                if record["seq"] <= counted:
-                    continue
-                self._record_seq[incarnation] = max(
-                    self._record_seq.get(incarnation, 0), record["seq"]
-                )
-                figures = _chunk_figures(record["data"])
-                if figures is not None:
-                    chunks += 1
-                    events += figures[0]
-                    nbytes += figures[1]
-        return chunks, events, nbytes
 
     def _workers(self) -> dict[str, dict[str, float | None]]:
         out = {}

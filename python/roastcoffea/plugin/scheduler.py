@@ -26,7 +26,7 @@ from distributed.metrics import time
 
 from roastcoffea import _native
 from roastcoffea.plugin._compat import register_worker_plugin
-from roastcoffea.plugin._workers import PLUGIN_NAME
+from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC
 from roastcoffea.plugin.sampler import Sampler
 from roastcoffea.plugin.worker import RoastWorkerPlugin
 
@@ -211,6 +211,18 @@ class RoastPlugin(SchedulerPlugin):
         """
         with self._guard("remove_worker"):
             self.sampler.removed(worker, time())
+
+    def log_event(self, topic: str, msg: Any) -> None:
+        """Keep the instrumentation records workers send on :data:`RECORDS_TOPIC` (Dask hook).
+
+        Never raises; a malformed message is counted.
+        """
+        if topic != RECORDS_TOPIC or self.aggregator is None:
+            return
+        with self._guard("record"):
+            self.aggregator.add_record(msg["worker"], msg["data"], time())
+            if self.sampler.live is not None:
+                self.sampler.live.record(msg["data"])
 
     def tick(self) -> None:
         """Run one sampler pass now (the body of the periodic callback).

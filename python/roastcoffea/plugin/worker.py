@@ -13,6 +13,11 @@ Its ``transition`` hook also carries the instrumentation records
 (:mod:`roastcoffea.records`): it completes the chunk records of
 :func:`roastcoffea.track_metrics` with the whole task's time once the task
 leaves "executing", and announces the task prefixes that run coffea work items.
+Records go out at once with ``worker.log_event`` on the topic
+:data:`RECORDS_TOPIC` (the public "log-event" message of the worker's batched
+stream): a chunk's record is on that ordered stream before the message that
+its task finished, so the scheduler holds the record of every result it
+knows of, even when the worker dies right after.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from roastcoffea import _native
-from roastcoffea.plugin._workers import PLUGIN_NAME, WORKER_STATE_HANDLER
+from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, WORKER_STATE_HANDLER
 from roastcoffea.records import RECORD_VERSION, encode_record
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
@@ -383,17 +388,21 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._send(record)
 
     def _send(self, record: dict[str, Any]) -> bool:
-        """Encode and queue a record; False (counted) when it could not be."""
+        """Encode a record and send it to the scheduler; False (counted) when it could not be.
+
+        ``Worker.log_event`` appends to the batched stream at once on the event
+        loop (where task ends are seen) and through the loop from other threads.
+        """
         try:
             data = encode_record(record)
         except (TypeError, ValueError):
             self._count("encode_errors")
             logger.debug("roastcoffea record not encodable", exc_info=True)
             return False
-        if self._tracker is None or not self._tracker.queue_record(data):
+        if self._worker is None:
             self._count("records_refused")
             return False
-        return True
+        return self.queue_record(data)
 
     def _count(self, name: str) -> None:
         """Add one to a counter (task threads and the event loop both count)."""
@@ -408,17 +417,18 @@ class RoastWorkerPlugin(WorkerPlugin):
         dict
             ``chunks`` records received, ``chunks_with_task`` completed with
             the task's time, ``pending_overflow``, ``prefix_records`` sent,
-            ``announced_resets``, ``records_refused`` (queue full or plugin
-            torn down), ``encode_errors`` and ``hook_errors``.
+            ``announced_resets``, ``records_refused`` (plugin torn down),
+            ``encode_errors`` and ``hook_errors``.
         """
         with self._lock:
             return dict(self.counters)
 
     def queue_record(self, data: bytes) -> bool:
-        """Queue an opaque instrumentation record for the scheduler.
+        """Send an opaque instrumentation record to the scheduler.
 
-        The record rides the next heartbeat payload (and any full-state
-        answer); the scheduler keeps each record exactly once.
+        It goes out at once on the worker's event stream (topic
+        :data:`RECORDS_TOPIC`); the scheduler keeps it once, or counts it in
+        ``records_dropped`` when its record store is at its byte cap.
 
         Parameters
         ----------
@@ -428,8 +438,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         Returns
         -------
         bool
-            False when the queue is at its byte cap and the record was refused
-            (the tracker counts it).
+            True: the record was handed to the event stream.
 
         Raises
         ------
@@ -440,9 +449,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         """
         if not isinstance(data, bytes):
             raise TypeError(f"queue_record takes bytes, not {type(data).__name__}")
-        if self._tracker is None:
+        if self._worker is None:
             raise RuntimeError("RoastWorkerPlugin is not set up on a worker")
-        return bool(self._tracker.queue_record(data))
+        self._worker.log_event(RECORDS_TOPIC, {"worker": self._worker.address, "data": data})
+        return True
 
     def _payload(self, worker: Any) -> bytes:
         """The heartbeat metric: digest changes of the last ``window`` payloads."""
