@@ -160,11 +160,13 @@ static int read_startstop(PyObject *entry, double *start, double *stop)
                                                        : 0;
     if (kind == 0)
         return 0;
-    PyObject *a = PyDict_GetItemWithError(entry, roastpy_n.start);
+    /* Looking up "stop" can run a key's __eq__, which may replace "start":
+     * hold it. Numbers are read without running Python code. */
+    PyObject *a = Py_XNewRef(PyDict_GetItemWithError(entry, roastpy_n.start));
     PyObject *b = a ? PyDict_GetItemWithError(entry, roastpy_n.stop) : NULL;
-    if (!b || read_number(a, start) < 0 || read_number(b, stop) < 0)
-        return -1;
-    return kind;
+    int rc = !b || read_number(a, start) < 0 || read_number(b, stop) < 0 ? -1 : kind;
+    Py_XDECREF(a);
+    return rc;
 }
 
 /* Sums the "compute" and "transfer" entries of a startstops list; the event
@@ -239,8 +241,10 @@ static const char *read_outcome(Aggregator *self, PyObject *kwargs, bool done, r
     const char *why = cleared(read_worker(self, kwarg(kwargs, roastpy_n.worker), &ev->worker));
     if (!done)
         return why;
-    PyObject *startstops = kwarg(kwargs, roastpy_n.startstops);
+    /* Reading the entries runs their keys' __eq__, which may empty kwargs: hold the list. */
+    PyObject *startstops = Py_XNewRef(kwarg(kwargs, roastpy_n.startstops));
     const char *why2 = startstops ? cleared(read_startstops(startstops, ev)) : NULL;
+    Py_XDECREF(startstops);
     const char *why3 = cleared(read_nbytes(kwarg(kwargs, roastpy_n.nbytes), &ev->nbytes));
     return why ? why : why2 ? why2 : why3;
 }
@@ -485,19 +489,20 @@ static PyObject *agg_worker_removed(PyObject *op, PyObject *args)
     return status_result(roast_agg_worker_removed(self->agg, addr_id, now));
 }
 
+/* A tuple copy of the values: an element's __float__ may change the caller's list. */
 static int read_sample(PyObject *values, roast_sample *sample)
 {
-    PyObject *seq = PySequence_Fast(values, "values must be a tuple of 14 floats");
+    PyObject *seq = PySequence_Tuple(values);
     if (!seq)
         return -1;
     int rc = 0;
-    if (PySequence_Fast_GET_SIZE(seq) != ROAST_NCOLS) {
+    if (PyTuple_GET_SIZE(seq) != ROAST_NCOLS) {
         PyErr_Format(PyExc_ValueError, "values must hold %d floats (roast_column order), not %zd",
-                     ROAST_NCOLS, PySequence_Fast_GET_SIZE(seq));
+                     ROAST_NCOLS, PyTuple_GET_SIZE(seq));
         rc = -1;
     }
     for (int i = 0; rc == 0 && i < ROAST_NCOLS; i++) {
-        PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *v = PyTuple_GET_ITEM(seq, i);
         sample->v[i] = v == Py_None ? NAN : PyFloat_AsDouble(v);
         if (sample->v[i] == -1.0 && PyErr_Occurred())
             rc = -1;

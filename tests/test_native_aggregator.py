@@ -8,6 +8,9 @@ TaskFinishedMsg as keywords).
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -703,3 +706,58 @@ def test_counters_property() -> None:
     assert c["series_cap_bytes"] == 64 << 20
     assert c["ring_pushed"] == 11
     assert c["payloads"] == 1
+
+
+#: Crafted arguments whose Python code frees what the hook is reading. Run under
+#: PYTHONMALLOC=debug, where freed memory is overwritten, so a read of it crashes.
+CRAFTED = {
+    "transition": """
+entry = {}
+
+class Sly:
+    armed = False
+
+    def __hash__(self):
+        return hash("stop")
+
+    def __eq__(self, other):  # runs inside the lookup of "stop"
+        if Sly.armed:
+            Sly.armed = False
+            entry["start"] = 2.0  # frees the int the hook read first
+        return False
+
+entry["action"] = "compute"
+entry["start"] = int("1000")  # an int no one else holds
+entry[Sly()] = 0
+entry["stop"] = 1005
+Sly.armed = True
+agg.transition("k-1", "processing", "memory", stimulus_id="s", worker="tcp://w:1",
+               startstops=[entry], nbytes=1)
+agg.drain()
+print(agg.to_dict()["prefixes"]["k"]["compute_s"] == 5.0)
+""",
+    "sample": """
+class Shrinks:
+    def __float__(self):
+        values.clear()  # frees the list's items and its array
+        return 1.0
+
+values = [Shrinks()] + [float(i) for i in range(13)]
+agg.sample("tcp://w:1", 1.0, values)
+print(agg.to_dict()["series"]["tcp://w:1"]["columns"]["memory"]["mean"] == [1.0])
+""",
+}
+
+
+@pytest.mark.parametrize("method", sorted(CRAFTED))
+def test_arguments_that_free_what_the_hook_reads_cannot_crash_it(method: str) -> None:
+    script = "from roastcoffea._native import Aggregator\nagg = Aggregator(started=0.0)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script + CRAFTED[method]],
+        env={**os.environ, "PYTHONMALLOC": "debug"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
