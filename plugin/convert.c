@@ -449,7 +449,8 @@ PyObject *roastpy_counters_dict(const roast_agg *agg)
         put_u64(d, "series_cap_bytes", r.series_cap_bytes) < 0 ||
         put_u64(d, "series_samples", r.series_samples) < 0 ||
         put_u64(d, "series_folds", r.series_folds) < 0 || put_u64(d, "strings", r.strings) < 0 ||
-        put_u64(d, "intern_overflows", r.intern_overflows) < 0) {
+        put_u64(d, "intern_overflows", r.intern_overflows) < 0 ||
+        put_u64(d, "prefixes_folded", r.prefixes_folded) < 0) {
         Py_DECREF(d);
         return NULL;
     }

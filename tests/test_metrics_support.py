@@ -88,6 +88,7 @@ def counters_report(**overrides: Any) -> dict[str, Any]:
         "series_folds": 0,
         "strings": 30,
         "intern_overflows": 0,
+        "prefixes_folded": 0,
     }
     counters.update(overrides)
     return counters

@@ -698,7 +698,8 @@ def test_counters_property() -> None:
         "events", "dropped_events", "hook_calls", "hook_errors", "hook_ns_per_call",
         "payloads", "payload_bytes", "payload_errors", "records", "records_dropped",
         "rows_refused", "series_bytes", "series_cap_bytes", "series_samples", "series_folds",
-        "strings", "intern_overflows", "ring_pushed", "ring_pending", "ring_capacity",
+        "strings", "intern_overflows", "prefixes_folded", "ring_pushed", "ring_pending",
+        "ring_capacity",
         "keysplit_hits", "keysplit_misses", "keysplit_evictions",
     ):  # fmt: skip
         assert name in c, name
@@ -761,3 +762,26 @@ def test_arguments_that_free_what_the_hook_reads_cannot_crash_it(method: str) ->
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True"
+
+
+def test_a_flood_of_prefixes_folds_and_later_spans_still_count() -> None:
+    # Keys such as "task_1" or "file_0001.root" are their own prefix. Beyond 3/4 of the
+    # string table (2**20 strings) new prefixes fold into one reported row, so the table
+    # keeps room for the span ids of later collectors.
+    agg = Aggregator(started=T0)
+    flood = 1_100_000
+    for i in range(flood):
+        agg.transition(f"task_{i}", "released", "waiting", stimulus_id="s")
+    agg.set_span_lookup({"mine-1": SimpleNamespace(group=SimpleNamespace(span_id="span-new"))})
+    finished(agg, "mine-1")
+    d = agg.to_dict(spans=["span-new"])
+    assert [(r["span"], r["prefix"], r["tasks"]) for r in d["tasks"]] == [
+        ("span-new", "(other prefixes)", 1)
+    ]
+    counters = d["counters"]
+    soft = (1 << 20) - (1 << 20) // 4
+    prefixes_kept = soft - 2  # "" and "Other" were there first
+    assert counters["strings"] == soft + 3  # then the bucket, the worker and the span
+    assert counters["prefixes_folded"] == flood - prefixes_kept + 1  # and "mine"
+    assert counters["intern_overflows"] == 0
+    assert agg.hook_errors == 0

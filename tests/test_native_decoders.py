@@ -330,3 +330,15 @@ def test_ingest_random_mutations() -> None:
     counters = agg.counters
     assert counters["payload_errors"] > 0
     assert counters["payload_errors"] + counters["payloads"] <= 2000
+
+
+def test_files_from_before_prefixes_folded_read_it_as_zero() -> None:
+    snapshot = msgpack.unpackb(valid_snapshot(), strict_map_key=False)
+    del snapshot["counters"]["prefixes_folded"]
+    decoded = decode_snapshot(msgpack.packb(snapshot))
+    assert decoded["counters"]["prefixes_folded"] == 0
+    state = json.loads(valid_json())
+    del state["counters"]["prefixes_folded"]
+    assert state_from_json(json.dumps(state).encode())["counters"]["prefixes_folded"] == 0
+    del state["counters"]["intern_overflows"]  # an older counter stays required
+    assert "intern_overflows" in assert_value_error(state_from_json, json.dumps(state).encode())

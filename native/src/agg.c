@@ -98,6 +98,9 @@ static roast_agg *agg_create(const roast_agg_limits *limits, double started, boo
     agg->started = started;
     agg->counters.hook_ns_per_call = NAN;
     agg->strings = roast_intern_new(agg->limits.max_strings);
+    if (agg->strings) /* a quarter of the table stays for span ids, workers and labels */
+        roast_intern_set_fold(agg->strings, agg->limits.max_strings - agg->limits.max_strings / 4,
+                              ROAST_FOLDED_PREFIX);
     size_t series_cap = agg->limits.series_cap_bytes;
     if (restoring && series_cap >= SERIES_MIN_CAP)
         series_cap = SIZE_MAX;
@@ -636,6 +639,7 @@ void roast_agg_report_get(const roast_agg *agg, roast_agg_report *out)
         out->series_folds = roast_series_folds(agg->series);
         out->strings = roast_intern_count(agg->strings);
         out->intern_overflows = roast_intern_overflows(agg->strings);
+        out->prefixes_folded = roast_intern_folds(agg->strings);
     }
     out->counters = agg->counters;
 }

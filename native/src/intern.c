@@ -22,7 +22,10 @@ struct roast_intern {
     uint32_t count;
     uint32_t cap;           /* allocated length of by_id */
     uint32_t max_strings;
+    uint32_t soft_cap;      /* foldable strings are not added beyond it */
+    const char *bucket;     /* static; the string they are folded into */
     uint64_t overflows;
+    uint64_t folds;
     size_t bytes;
 };
 
@@ -73,6 +76,7 @@ roast_intern *roast_intern_new(uint32_t max_strings)
     if (!t)
         return NULL;
     t->max_strings = max_strings;
+    t->soft_cap = max_strings;
     roast_id empty;
     if (intern_add(t, "", 0, &empty) != ROAST_OK) {
         roast_intern_free(t);
@@ -117,6 +121,26 @@ roast_status roast_intern_put(roast_intern *t, const char *s, size_t len, roast_
     return intern_add(t, s, len, id);
 }
 
+void roast_intern_set_fold(roast_intern *t, uint32_t soft_cap, const char *bucket)
+{
+    t->soft_cap = soft_cap < t->max_strings ? soft_cap : t->max_strings;
+    t->bucket = bucket;
+}
+
+roast_status roast_intern_put_foldable(roast_intern *t, const char *s, size_t len, roast_id *id)
+{
+    if (!t || !id || (len && !s))
+        return ROAST_EINVAL;
+    if (roast_intern_find(t, s, len, id))
+        return ROAST_OK;
+    if (!t->bucket || t->count < t->soft_cap)
+        return intern_add(t, s, len, id);
+    roast_status status = roast_intern_put(t, t->bucket, strlen(t->bucket), id);
+    if (status == ROAST_OK)
+        t->folds++;
+    return status;
+}
+
 roast_str roast_intern_get(const roast_intern *t, roast_id id)
 {
     roast_str view = {"", 0};
@@ -129,4 +153,5 @@ roast_str roast_intern_get(const roast_intern *t, roast_id id)
 
 uint32_t roast_intern_count(const roast_intern *t) { return t->count; }
 uint64_t roast_intern_overflows(const roast_intern *t) { return t->overflows; }
+uint64_t roast_intern_folds(const roast_intern *t) { return t->folds; }
 size_t roast_intern_bytes(const roast_intern *t) { return sizeof *t + t->bytes; }

@@ -324,7 +324,7 @@ roast_status roast_keysplit_cached(roast_keysplit_cache *cache, roast_intern *st
     size_t n;
     roast_status st = roast_key_split(key, len, &cache->cc, buf, cap, &n);
     if (st == ROAST_OK)
-        st = roast_intern_put(strings, buf, n, prefix);
+        st = roast_intern_put_foldable(strings, buf, n, prefix);
     if (buf != small)
         free(buf);
     if (st == ROAST_OK)

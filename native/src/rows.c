@@ -163,7 +163,8 @@ void roast_limits_from_values(roast_agg_limits *l, const uint64_t v[ROAST_NLIMIT
 enum {
     C_EVENTS, C_DROPPED, C_HOOK_CALLS, C_HOOK_ERRORS, C_HOOK_NS, C_PAYLOADS, C_PAYLOAD_BYTES,
     C_PAYLOAD_ERRORS, C_RECORDS, C_RECORDS_DROPPED, C_ROWS_REFUSED, C_SERIES_BYTES,
-    C_SERIES_CAP, C_SERIES_SAMPLES, C_SERIES_FOLDS, C_STRINGS, C_INTERN_OVERFLOWS, C_NKEYS
+    C_SERIES_CAP, C_SERIES_SAMPLES, C_SERIES_FOLDS, C_STRINGS, C_INTERN_OVERFLOWS,
+    C_PREFIXES_FOLDED, C_NKEYS
 };
 _Static_assert(C_NKEYS == ROAST_NCOUNTERS && C_HOOK_NS == ROAST_COUNTER_HOOK_NS,
                "one counter key per field");
@@ -172,7 +173,7 @@ const char *const roast_counter_keys[ROAST_NCOUNTERS] = {
     "events", "dropped_events", "hook_calls", "hook_errors", "hook_ns_per_call", "payloads",
     "payload_bytes", "payload_errors", "records", "records_dropped", "rows_refused",
     "series_bytes", "series_cap_bytes", "series_samples", "series_folds", "strings",
-    "intern_overflows"};
+    "intern_overflows", "prefixes_folded"};
 
 void roast_report_to_cells(const roast_agg_report *r, roast_cell v[ROAST_NCOUNTERS])
 {
@@ -194,6 +195,7 @@ void roast_report_to_cells(const roast_agg_report *r, roast_cell v[ROAST_NCOUNTE
     v[C_SERIES_FOLDS].u = r->series_folds;
     v[C_STRINGS].u = r->strings;
     v[C_INTERN_OVERFLOWS].u = r->intern_overflows;
+    v[C_PREFIXES_FOLDED].u = r->prefixes_folded;
 }
 
 void roast_report_from_cells(roast_agg_report *r, const roast_cell v[ROAST_NCOUNTERS])
@@ -216,6 +218,7 @@ void roast_report_from_cells(roast_agg_report *r, const roast_cell v[ROAST_NCOUN
     r->series_folds = v[C_SERIES_FOLDS].u;
     r->strings = v[C_STRINGS].u;
     r->intern_overflows = v[C_INTERN_OVERFLOWS].u;
+    r->prefixes_folded = v[C_PREFIXES_FOLDED].u;
 }
 
 /* ---- series points ------------------------------------------------------- */

@@ -70,7 +70,9 @@ void roast_limits_from_values(roast_agg_limits *limits, const uint64_t values[RO
 
 /* "counters": the fields of roast_agg_report, in this key order; all are
  * unsigned integers (.u) except hook_ns_per_call, a double (.d). */
-#define ROAST_NCOUNTERS 17
+#define ROAST_NCOUNTERS 18
+/* Counters from this index on came later: a file or snapshot without them reads as 0. */
+#define ROAST_NCOUNTERS_REQUIRED 17
 #define ROAST_COUNTER_HOOK_NS 4
 extern const char *const roast_counter_keys[ROAST_NCOUNTERS];
 void roast_report_to_cells(const roast_agg_report *report, roast_cell cells[ROAST_NCOUNTERS]);

@@ -379,8 +379,11 @@ typedef struct jr {
 } jr;
 
 /* Picks the named members of an object; see wire.c map_fields. */
-static roast_status json_fields(const cJSON *obj, const char *const *names, const cJSON **values,
-                                size_t n, const char *what, char *err, size_t errcap)
+/* Finds the n named fields of an object; names from index `required` on may
+ * be absent (NULL). Unknown keys are ignored, duplicates refused. */
+static roast_status json_fields_some(const cJSON *obj, const char *const *names,
+                                     const cJSON **values, size_t n, size_t required,
+                                     const char *what, char *err, size_t errcap)
 {
     if (!cJSON_IsObject(obj))
         return fail(err, errcap, "%s: expected an object", what);
@@ -395,10 +398,16 @@ static roast_status json_fields(const cJSON *obj, const char *const *names, cons
             values[i] = m;
         }
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < required; i++)
         if (!values[i])
             return fail(err, errcap, "%s: missing key \"%s\"", what, names[i]);
     return ROAST_OK;
+}
+
+static roast_status json_fields(const cJSON *obj, const char *const *names, const cJSON **values,
+                                size_t n, const char *what, char *err, size_t errcap)
+{
+    return json_fields_some(obj, names, values, n, n, what, err, errcap);
 }
 
 static bool get_double(const cJSON *item, double *out)
@@ -579,13 +588,15 @@ static roast_status read_limits(jr *r, const cJSON *obj, roast_agg_limits *l)
 static roast_status read_counters(jr *r, const cJSON *obj, roast_agg_report *rep)
 {
     const cJSON *f[ROAST_NCOUNTERS];
-    roast_status status = json_fields(obj, roast_counter_keys, f, ROAST_NCOUNTERS, "state.counters",
-                                      r->err, r->errcap);
+    roast_status status = json_fields_some(obj, roast_counter_keys, f, ROAST_NCOUNTERS,
+                                           ROAST_NCOUNTERS_REQUIRED, "state.counters", r->err,
+                                           r->errcap);
     if (status != ROAST_OK)
         return status;
     roast_cell v[ROAST_NCOUNTERS];
     for (int i = 0; i < ROAST_NCOUNTERS; i++) {
-        if (i != ROAST_COUNTER_HOOK_NS && !get_uint(f[i], &v[i].u))
+        v[i].u = 0;
+        if (i != ROAST_COUNTER_HOOK_NS && f[i] && !get_uint(f[i], &v[i].u))
             return fail(r->err, r->errcap, "state.counters.%s: expected %s", roast_counter_keys[i],
                         kind_name('u'));
     }

@@ -321,9 +321,11 @@ static bool key_is(const msgpack_object *key, const char *name)
 /* Picks the values of the named keys out of a map: every name is required,
  * may appear once, and other (string) keys are ignored so that newer
  * writers can add fields. */
-static roast_status map_fields(const msgpack_object *map, const char *const *names,
-                               const msgpack_object **values, size_t n, const char *what,
-                               char *err, size_t errcap)
+/* Finds the n named fields of a map; names from index `required` on may be
+ * absent (NULL). Unknown keys are ignored, duplicates refused. */
+static roast_status map_fields_some(const msgpack_object *map, const char *const *names,
+                                    const msgpack_object **values, size_t n, size_t required,
+                                    const char *what, char *err, size_t errcap)
 {
     if (map->type != MSGPACK_OBJECT_MAP)
         return fail(err, errcap, "%s: expected a map", what);
@@ -341,10 +343,17 @@ static roast_status map_fields(const msgpack_object *map, const char *const *nam
             values[i] = &kv->val;
         }
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < required; i++)
         if (!values[i])
             return fail(err, errcap, "%s: missing key \"%s\"", what, names[i]);
     return ROAST_OK;
+}
+
+static roast_status map_fields(const msgpack_object *map, const char *const *names,
+                               const msgpack_object **values, size_t n, const char *what,
+                               char *err, size_t errcap)
+{
+    return map_fields_some(map, names, values, n, n, what, err, errcap);
 }
 
 /* The version is checked before anything else, so that a newer writer's
@@ -542,6 +551,12 @@ static roast_status intern(roast_agg *agg, roast_str s, roast_id *id)
     return roast_intern_put(roast_agg_strings(agg), s.ptr, s.len, id);
 }
 
+/* Task prefixes have no bound of their own: beyond the table's soft bound they fold. */
+static roast_status intern_prefix(roast_agg *agg, roast_str s, roast_id *id)
+{
+    return roast_intern_put_foldable(roast_agg_strings(agg), s.ptr, s.len, id);
+}
+
 /* Applies one digest; refusals at a bound are counted by the agg and skipped. */
 static roast_status ingest_digest(roast_agg *agg, roast_id address, roast_id inc,
                                   const roast_digest_item *d)
@@ -553,7 +568,7 @@ static roast_status ingest_digest(roast_agg *agg, roast_id address, roast_id inc
     if (status == ROAST_OK)
         status = intern(agg, d->span, &key.span);
     if (status == ROAST_OK)
-        status = intern(agg, d->prefix, &key.prefix);
+        status = intern_prefix(agg, d->prefix, &key.prefix);
     if (status == ROAST_OK)
         status = intern(agg, d->activity, &key.activity);
     if (status == ROAST_OK)
@@ -1066,13 +1081,15 @@ static roast_status dec_counters(const msgpack_object *map, roast_agg_report *r,
                                  size_t errcap)
 {
     const msgpack_object *f[ROAST_NCOUNTERS];
-    roast_status status = map_fields(map, roast_counter_keys, f, ROAST_NCOUNTERS,
-                                     "snapshot.counters", err, errcap);
+    roast_status status = map_fields_some(map, roast_counter_keys, f, ROAST_NCOUNTERS,
+                                          ROAST_NCOUNTERS_REQUIRED, "snapshot.counters", err,
+                                          errcap);
     if (status != ROAST_OK)
         return status;
     roast_cell v[ROAST_NCOUNTERS];
     for (int i = 0; i < ROAST_NCOUNTERS; i++) {
-        if (i == ROAST_COUNTER_HOOK_NS)
+        v[i].u = 0;
+        if (i == ROAST_COUNTER_HOOK_NS || !f[i])
             continue;
         if (!get_uint(f[i], &v[i].u))
             return fail(err, errcap, "snapshot.counters.%s: expected an unsigned integer",

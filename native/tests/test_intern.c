@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "check.h"
 #include "roast/intern.h"
 
@@ -61,11 +63,35 @@ static void test_bound_counts_overflow(void)
     roast_intern_free(t);
 }
 
+static void test_foldable_strings_fold_beyond_the_soft_bound(void)
+{
+    roast_intern *t = roast_intern_new(6);
+    roast_id a, b, folded, again, span;
+    CHECK(roast_intern_put_foldable(t, "a", 1, &a) == ROAST_OK); /* no fold set: plain put */
+    roast_intern_set_fold(t, 3, "(bucket)");
+    CHECK(roast_intern_put_foldable(t, "b", 1, &b) == ROAST_OK);
+    CHECK_EQ_U(roast_intern_count(t), 3);
+    CHECK(roast_intern_put_foldable(t, "c", 1, &folded) == ROAST_OK); /* the bucket, interned now */
+    CHECK(memcmp(roast_intern_get(t, folded).ptr, "(bucket)", 8) == 0);
+    CHECK(roast_intern_put_foldable(t, "d", 1, &again) == ROAST_OK && again == folded);
+    CHECK(roast_intern_put_foldable(t, "b", 1, &again) == ROAST_OK && again == b);
+    CHECK_EQ_U(roast_intern_folds(t), 2);
+    /* what must be kept still has room */
+    CHECK(roast_intern_put(t, "span-1", 6, &span) == ROAST_OK && span != folded);
+    CHECK(roast_intern_put(t, "span-2", 6, &span) == ROAST_OK);
+    CHECK(roast_intern_put(t, "span-3", 6, &span) == ROAST_EFULL);
+    /* past the hard bound the bucket still answers */
+    CHECK(roast_intern_put_foldable(t, "e", 1, &again) == ROAST_OK && again == folded);
+    CHECK_EQ_U(roast_intern_folds(t), 3);
+    roast_intern_free(t);
+}
+
 int main(void)
 {
     RUN(test_empty_is_id_zero);
     RUN(test_ids_are_stable_and_dense);
     RUN(test_embedded_nul_and_unknown_id);
     RUN(test_bound_counts_overflow);
+    RUN(test_foldable_strings_fold_beyond_the_soft_bound);
     return CHECK_DONE();
 }

@@ -22,8 +22,13 @@
 #include "roast/ring.h"
 #include "roast/series.h"
 
+/* The task prefix new prefixes fold into once the string table is three
+ * quarters full (see roast_intern_set_fold): the task and digest tables keep
+ * counting their work in one row instead of refusing it. */
+#define ROAST_FOLDED_PREFIX "(other prefixes)"
+
 typedef struct roast_agg_limits {
-    uint32_t max_strings;     /* intern table bound */
+    uint32_t max_strings;     /* intern table bound; prefixes fold at 3/4 of it */
     uint32_t max_task_rows;   /* (worker, span, prefix) rows */
     uint32_t max_digest_rows; /* digest rows */
     uint32_t max_workers;     /* worker rows */
@@ -218,6 +223,7 @@ typedef struct roast_agg_report {
     uint64_t series_folds;     /* roast_series_folds */
     uint64_t strings;          /* roast_intern_count */
     uint64_t intern_overflows; /* roast_intern_overflows */
+    uint64_t prefixes_folded;  /* roast_intern_folds */
 } roast_agg_report;
 
 /* A live aggregator reports its own figures. A restored one reports the

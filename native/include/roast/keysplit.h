@@ -44,8 +44,9 @@ void roast_keysplit_cache_free(roast_keysplit_cache *cache);
 /* Prefix id (interned in strings) of key. hash is the caller's hash of the
  * key bytes (e.g. Python's cached str hash); equal keys must give equal
  * hashes. Use roast_keysplit_hash when no hash is at hand. The cache keeps
- * ids, so every call on one cache must pass the same strings table. Errors
- * of roast_key_split and roast_intern_put are returned and not cached. */
+ * ids, so every call on one cache must pass the same strings table. The
+ * prefix is interned with roast_intern_put_foldable. Errors of
+ * roast_key_split and of interning are returned and not cached. */
 roast_status roast_keysplit_cached(roast_keysplit_cache *cache, roast_intern *strings,
                                    const char *key, size_t len, uint64_t hash,
                                    roast_id *prefix);

@@ -169,6 +169,7 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
             ("records_dropped", "instrumentation records dropped"),
             ("hook_errors", "errors in the scheduler hooks"),
             ("payload_errors", "worker payloads rejected"),
+            ("prefixes_folded", "task prefixes folded into '(other prefixes)' (string table full)"),
         ):
             value = monitoring.get(key)
             if tables.is_number(value) and value > 0:

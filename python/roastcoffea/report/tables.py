@@ -485,6 +485,7 @@ _MONITORING_ROWS: tuple[tuple[str, str, Formatter, bool], ...] = (
     ("Records", "records", count, False),
     ("Records Dropped", "records_dropped", count, True),
     ("Rows Refused", "rows_refused", count, True),
+    ("Prefixes Folded", "prefixes_folded", count, True),
     ("Series Memory", "series_bytes", format_bytes, False),
     ("Flush Time", "flush_seconds", format_time, False),
     ("Collector Exit Time", "exit_seconds", format_time, False),
