@@ -269,6 +269,8 @@ def test_lost_worker_is_reported(make_cluster: Any, shared_data: Path, tmp_path:
     assert len(m["lost_workers"]) == 1
     lost = m["lost_workers"][0]
     assert mc.t_start <= lost["removed"] <= mc.t_end + 1
+    assert m["restarted_workers"] == [lost]  # its nanny started a new one, under its name
+    assert lost["restarted_as"] in client.scheduler_info()["workers"]
     assert lost["address"] in m["workers_removed"]
     assert m["total_events"] == report["entries"]
     assert m["processor_prefixes"] == ["KillOnce"]

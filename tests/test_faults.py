@@ -144,8 +144,11 @@ def test_a_killed_worker_restarted_by_its_nanny_counts_each_chunk_once(
     assert metrics["recomputed_chunks"] >= 1  # the result held by the killed process
     assert metrics["recomputed_events"] >= CHUNKSIZE // 2
     assert metrics["recomputed_chunk_cpu_seconds"] > 0
-    # Its nanny brought it back at the same address.
+    # Its nanny brought it back at the same address: lost, and restarted.
     assert next(iter(client.scheduler_info()["workers"])) == address
+    assert [w["address"] for w in metrics["lost_workers"]] == [address]
+    assert [w["restarted_as"] for w in metrics["restarted_workers"]] == [address]
+    assert metrics["retired_workers"] == []
 
 
 def test_a_worker_killed_among_two_counts_each_chunk_once(
@@ -177,3 +180,5 @@ def test_a_cluster_scaled_down_mid_run_counts_each_chunk_once(
     scaler.join()
     assert len(client.scheduler_info()["workers"]) == 1
     assert_counts_once(metrics, report, finished_processor_tasks(client, "KillOnce"))
+    assert len(metrics["retired_workers"]) == 1  # asked to leave: neither lost nor restarted
+    assert metrics["lost_workers"] == metrics["restarted_workers"] == []

@@ -94,7 +94,7 @@ async def _scheduler_finish(
     if tick is None:
         return None
     start = dask_time()
-    flushed = await dask_scheduler.handlers[FLUSH_HANDLER](timeout=timeout)
+    flushed = await dask_scheduler.handlers[FLUSH_HANDLER](timeout=timeout, since=t_from)
     flush_seconds = dask_time() - start
     t_to = max(t_to, tick["time"]) + WINDOW_PAD
     data = dask_scheduler.handlers[SNAPSHOT_HANDLER](span_id=span_id, t_from=t_from, t_to=t_to)
@@ -242,6 +242,11 @@ class MetricsCollector(AbstractContextManager):
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_bytes: bytes | None = None
         self.lost_workers: list[dict[str, Any]] = []
+        self.retired_workers: list[dict[str, Any]] = []
+        self.restarted_workers: list[dict[str, Any]] = []
+        self.unmonitored_workers: list[dict[str, str]] = []
+        self._unmonitored: dict[str, str] = {}
+        self._departures: list[dict[str, Any]] = []
         self.collector_errors: list[str] = []
         self._logged = 0
         self.notes: list[str] = []
@@ -299,7 +304,7 @@ class MetricsCollector(AbstractContextManager):
         if self.snapshot is not None:
             self._guard("decode records", self._select_records)
             self._guard("span metrics", self._compute_span_metrics)
-            self._guard("lost workers", self._find_lost_workers)
+            self._guard("worker departures", self._sort_workers)
         self._dirty = True
         if self.coffea_report is not None:
             self._guard("compute metrics", self._refresh)
@@ -379,6 +384,8 @@ class MetricsCollector(AbstractContextManager):
         self._flush_seconds = reply["flush_seconds"]
         for address, message in reply["flush"].get("errors", {}).items():
             self.collector_errors.append(f"flush {address}: {message}")
+        self._unmonitored = reply["flush"].get("unmonitored", {})
+        self._departures = reply["flush"].get("departures", [])
         data = reply["snapshot"]
         if not isinstance(data, bytes):
             raise RuntimeError(f"the scheduler answered {type(data).__name__} to a snapshot")
@@ -388,7 +395,7 @@ class MetricsCollector(AbstractContextManager):
 
     def _snapshot_by_rpc(self, t_from: float, t_to: float) -> dict[str, Any]:
         start = time.perf_counter()
-        flushed = flush(self.client, timeout=FLUSH_TIMEOUT)
+        flushed = flush(self.client, timeout=FLUSH_TIMEOUT, since=t_from)
         flush_seconds = time.perf_counter() - start
         data = self.client.sync(
             getattr(self.client.scheduler, SNAPSHOT_HANDLER),
@@ -411,18 +418,28 @@ class MetricsCollector(AbstractContextManager):
         assert self.snapshot is not None
         self.span_metrics = _span_metrics(self.snapshot, self.span_ids)
 
-    def _find_lost_workers(self) -> None:
+    def _sort_workers(self) -> None:
+        """Workers of the window that died, were retired, came back, or ran unmonitored."""
         assert self.snapshot is not None
         t_from, t_to = self._window
-        self.lost_workers = [
-            {
-                "address": address,
-                "name": info["name"],
-                "added": info["added"],
-                "removed": info["removed"],
-            }
-            for address, info in sorted(self.snapshot["workers"].items())
-            if info["removed"] is not None and t_from <= info["removed"] <= t_to
+        workers = self.snapshot["workers"]
+        left = []
+        for departure in self._departures:
+            if departure["removed"] <= t_to:
+                info = workers.get(departure["address"]) or {}
+                left.append({**departure, "added": info.get("added")})
+        self.lost_workers = [d for d in left if d["kind"] == "lost"]
+        self.retired_workers = [d for d in left if d["kind"] == "retired"]
+        self.restarted_workers = [d for d in self.lost_workers if d["restarted_as"] is not None]
+        present = {
+            address
+            for address, info in workers.items()
+            if info["added"] <= t_to and (info["removed"] is None or info["removed"] >= t_from)
+        }
+        self.unmonitored_workers = [
+            {"address": address, "reason": reason}
+            for address, reason in sorted(self._unmonitored.items())
+            if address in present
         ]
 
     # ---- inputs ---------------------------------------------------------------------
@@ -520,6 +537,9 @@ class MetricsCollector(AbstractContextManager):
     def _add_collector_view(self, metrics: dict[str, Any]) -> None:
         """What only the collector knows: lost workers, its own errors and costs."""
         metrics.setdefault("lost_workers", list(self.lost_workers))
+        metrics.setdefault("retired_workers", list(self.retired_workers))
+        metrics.setdefault("restarted_workers", list(self.restarted_workers))
+        metrics.setdefault("unmonitored_workers", list(self.unmonitored_workers))
         metrics["span_info"] = {"name": SPAN_NAME, "id": self.span_id}
         monitoring = metrics.setdefault("monitoring", {})
         monitoring["collector_errors"] = list(self.collector_errors)

@@ -10,18 +10,16 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from distributed.protocol.pickle import dumps
 
-
-async def register_worker_plugin(scheduler: Any, plugin: Any, name: str) -> dict[str, Any]:
-    """Install ``plugin`` on every current and future worker, idempotently.
+async def register_worker_plugin(scheduler: Any, plugin: bytes, name: str) -> dict[str, Any]:
+    """Install a pickled worker plugin on every current and future worker, idempotently.
 
     Parameters
     ----------
     scheduler : distributed.Scheduler
         The scheduler the calling plugin runs in.
-    plugin : distributed.diagnostics.plugin.WorkerPlugin
-        The worker plugin; it is pickled here.
+    plugin : bytes
+        The pickled worker plugin.
     name : str
         The name the workers store it under.
 
@@ -40,7 +38,7 @@ async def register_worker_plugin(scheduler: Any, plugin: Any, name: str) -> dict
     kwargs: dict[str, Any] = {"name": name}
     if "idempotent" in inspect.signature(method).parameters:
         kwargs["idempotent"] = True
-    return await method(None, dumps(plugin), **kwargs)
+    return await method(None, plugin, **kwargs)
 
 
 def topic_subscribers(scheduler: Any, topic: str) -> int | None:

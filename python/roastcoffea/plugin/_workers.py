@@ -6,6 +6,8 @@ import asyncio
 import math
 from typing import Any
 
+from roastcoffea.plugin._loader import UNMONITORED
+
 #: Metric name of the worker payload in ``worker.metrics`` / ``ws.metrics``,
 #: and the name of both plugins.
 PLUGIN_NAME = "roastcoffea"
@@ -82,6 +84,22 @@ def worker_values(ws: Any) -> tuple[float | None, ...]:
     )
 
 
+class Unmonitored(Exception):
+    """A worker runs without roastcoffea (it could not import it); the message says why."""
+
+
+def unmonitored_reason(ws: Any) -> str | None:
+    """Why the worker runs unmonitored, when its last heartbeat says so."""
+    metrics = ws.metrics if isinstance(ws.metrics, dict) else {}
+    return _unmonitored(metrics.get(PLUGIN_NAME))
+
+
+def _unmonitored(answer: Any) -> str | None:
+    if isinstance(answer, dict) and isinstance(answer.get(UNMONITORED), str):
+        return answer[UNMONITORED]
+    return None
+
+
 def worker_payload(ws: Any) -> bytes | None:
     """The worker plugin's payload of the last heartbeat, if the worker sent one."""
     metrics = ws.metrics if isinstance(ws.metrics, dict) else {}
@@ -109,11 +127,16 @@ async def fetch_full_state(scheduler: Any, address: str, timeout: float) -> byte
     ------
     TimeoutError
         When the worker does not answer in time.
+    Unmonitored
+        When the worker could not load roastcoffea (it says why).
     RuntimeError
         When the worker has no roastcoffea worker plugin (it answers None).
     """
     call = getattr(scheduler.rpc(address), WORKER_STATE_HANDLER)
     reply = await asyncio.wait_for(call(), timeout)
+    reason = _unmonitored(reply)
+    if reason is not None:
+        raise Unmonitored(reason)
     if not isinstance(reply, bytes):
         raise RuntimeError(
             f"worker {address} answered {type(reply).__name__} to {WORKER_STATE_HANDLER}; "

@@ -34,7 +34,9 @@ def _call(client: Any, handler: str, **kwargs: Any) -> Any:
     return reply
 
 
-def flush(client: Any, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> dict[str, Any]:
+def flush(
+    client: Any, timeout: float = DEFAULT_FLUSH_TIMEOUT, since: float | None = None
+) -> dict[str, Any]:
     """Apply every worker's full state on the scheduler now.
 
     After a flush the plugin holds every digest of every task whose result the
@@ -45,18 +47,27 @@ def flush(client: Any, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> dict[str, Any]
     client : distributed.Client
     timeout : float, default 10.0
         Seconds the scheduler waits for each worker.
+    since : float, optional
+        Also list the workers that left the cluster since this time
+        (scheduler clock).
 
     Returns
     -------
     dict
-        ``{"workers": number flushed, "errors": {address: message}}``.
+        ``{"workers": number flushed, "errors": {address: message},
+        "unmonitored": {address: reason}, "departures": [...]}``: workers
+        that could not load roastcoffea compute unmonitored and are not
+        waited for; each departure is ``{address, name, removed, kind
+        ("lost" or "retired"), stimulus_id, restarted_as, restarted_at}``.
 
     Raises
     ------
     RuntimeError
         When the plugin is not registered.
     """
-    return _call(client, FLUSH_HANDLER, timeout=float(timeout))
+    return _call(
+        client, FLUSH_HANDLER, timeout=float(timeout), since=None if since is None else float(since)
+    )
 
 
 def snapshot(

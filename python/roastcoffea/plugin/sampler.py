@@ -14,8 +14,15 @@ from typing import Any
 from distributed.metrics import time
 from tornado.ioloop import PeriodicCallback
 
+from roastcoffea.plugin._departures import Departures
 from roastcoffea.plugin._spans import SpanTree
-from roastcoffea.plugin._workers import fetch_full_state, worker_payload, worker_values
+from roastcoffea.plugin._workers import (
+    Unmonitored,
+    fetch_full_state,
+    unmonitored_reason,
+    worker_payload,
+    worker_values,
+)
 from roastcoffea.plugin.live import LiveStream
 
 logger = logging.getLogger(__name__)
@@ -58,6 +65,10 @@ class Sampler:
         # dict at every heartbeat, so a new bytes object means a new payload.
         self._applied: dict[str, bytes] = {}
         self._fetching: set[str] = set()
+        #: {address: why} of the workers that run without roastcoffea; kept after
+        #: they leave, so a collector's exit still names them.
+        self.unmonitored: dict[str, str] = {}
+        self.departures = Departures()
         self._tasks: set[asyncio.Task] = set()
         self._callback = PeriodicCallback(self._guarded_tick, interval * 1000)
 
@@ -93,10 +104,14 @@ class Sampler:
             self._states[address] = ws
             self._applied.pop(address, None)
             self.aggregator.worker_seen(address, str(ws.name), now)
+            self.departures.arrived(address, str(ws.name), now)
 
     def sample(self, address: str, ws: Any, now: float) -> None:
         """Sample one worker into the series and apply its payload if it is new."""
         self.aggregator.sample(address, now, worker_values(ws))
+        reason = unmonitored_reason(ws)
+        if reason is not None:
+            self.unmonitored[address] = reason
         if self.apply_payload(address, ws, now):
             self._fetch_later(address)
 
@@ -112,8 +127,8 @@ class Sampler:
         self._applied[address] = payload
         return bool(self.aggregator.ingest(address, payload, now))
 
-    def removed(self, address: str, now: float) -> None:
-        """A worker left: apply its last heartbeat, then stamp its removal.
+    def removed(self, address: str, now: float, stimulus_id: str = "") -> None:
+        """A worker left: apply its last heartbeat, log why, stamp its removal.
 
         The worker can no longer be asked for its full state; changes its last
         payload missed stay counted as a gap.
@@ -121,13 +136,24 @@ class Sampler:
         ws = self._states.pop(address, None)
         if ws is not None:
             self.apply_payload(address, ws, now)
+            self.departures.left(address, str(ws.name), stimulus_id, now)
         self._applied.pop(address, None)
         self.aggregator.worker_removed(address, now)
 
     async def fetch(self, address: str, timeout: float | None = None) -> None:
-        """Fetch and apply one worker's full state (raises on failure)."""
+        """Fetch and apply one worker's full state (raises on failure).
+
+        A worker known to run unmonitored is not asked; one that answers so
+        is remembered, and :class:`Unmonitored` is raised for both.
+        """
+        if address in self.unmonitored:
+            raise Unmonitored(self.unmonitored[address])
         timeout = self.fetch_timeout if timeout is None else timeout
-        payload = await fetch_full_state(self.scheduler, address, timeout)
+        try:
+            payload = await fetch_full_state(self.scheduler, address, timeout)
+        except Unmonitored as exc:
+            self.unmonitored[address] = str(exc)
+            raise
         self.aggregator.ingest(address, payload, time())
 
     def _fetch_later(self, address: str) -> None:
@@ -143,6 +169,8 @@ class Sampler:
             await self.fetch(address)
         except asyncio.CancelledError:
             raise
+        except Unmonitored:
+            pass  # fetch remembered it
         except Exception:
             self.aggregator.count_error("fetch_worker_state")
             logger.debug("roastcoffea: full state of %s not fetched", address, exc_info=True)

@@ -26,9 +26,9 @@ from distributed.metrics import time
 
 from roastcoffea import _native
 from roastcoffea.plugin._compat import register_worker_plugin
-from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC
+from roastcoffea.plugin._loader import dumps_by_value
+from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, Unmonitored
 from roastcoffea.plugin.sampler import Sampler
-from roastcoffea.plugin.worker import RoastWorkerPlugin
 
 logger = logging.getLogger(__name__)
 
@@ -210,14 +210,22 @@ class RoastPlugin(SchedulerPlugin):
             ``stimulus_id`` and whatever later Dask versions add.
         """
         with self._guard("remove_worker"):
-            self.sampler.removed(worker, time())
+            self.sampler.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
 
     def log_event(self, topic: str, msg: Any) -> None:
-        """Keep the instrumentation records workers send on :data:`RECORDS_TOPIC` (Dask hook).
+        """Keep the records workers send on :data:`RECORDS_TOPIC`, and closing notices (Dask hook).
 
-        Never raises; a malformed message is counted.
+        A worker logs ``closing-worker`` on its own address before an orderly
+        close (see ``roastcoffea.plugin._departures``). Never raises; a
+        malformed record is counted.
         """
-        if topic != RECORDS_TOPIC or self.aggregator is None:
+        if self.sampler is None:
+            return
+        if topic in self.scheduler.workers and isinstance(msg, dict):
+            if msg.get("action") == "closing-worker":
+                self.sampler.departures.closing(topic, str(msg.get("reason")))
+            return
+        if topic != RECORDS_TOPIC:
             return
         with self._guard("record"):
             self.aggregator.add_record(msg["worker"], msg["data"], time())
@@ -233,8 +241,12 @@ class RoastPlugin(SchedulerPlugin):
         self.sampler.tick()
 
     async def _install_worker_plugin(self) -> None:
-        """Install RoastWorkerPlugin everywhere; failures are counted and logged."""
-        plugin = RoastWorkerPlugin(self.interval, self.window)
+        """Install RoastWorkerPlugin everywhere; failures are counted and logged.
+
+        What travels is a loader pickled by value (roastcoffea.plugin._loader),
+        so a worker that cannot import roastcoffea still starts and computes.
+        """
+        plugin = dumps_by_value({"interval": self.interval, "window": self.window})
         try:
             replies = await register_worker_plugin(self.scheduler, plugin, PLUGIN_NAME)
         except Exception:
@@ -260,10 +272,17 @@ class RoastPlugin(SchedulerPlugin):
             spans = None if span_id is None else self.sampler.spans.subtree(span_id)
             return self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
 
-    async def _handle_flush(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> dict[str, Any]:
+    async def _handle_flush(
+        self, timeout: float = DEFAULT_FLUSH_TIMEOUT, since: float | None = None
+    ) -> dict[str, Any]:
         """Handler ``roastcoffea_flush``: apply every worker's full state now.
 
-        Returns ``{"workers": flushed, "errors": {address: message}}``.
+        Returns ``{"workers": flushed, "errors": {address: message},
+        "unmonitored": {address: reason}, "departures": [...]}``; the
+        unmonitored workers (that could not load roastcoffea, now or before
+        they left) are not waited for. ``departures`` lists the workers that
+        left since ``since`` (scheduler clock; None: none), see
+        ``roastcoffea.plugin._departures``.
         """
         with self._guard("flush", reraise=True):
             now = time()
@@ -276,12 +295,22 @@ class RoastPlugin(SchedulerPlugin):
             )
             errors = {}
             for (address, _), result in zip(workers, results, strict=True):
+                if isinstance(result, Unmonitored):
+                    continue
                 if isinstance(result, BaseException):
                     self._count_error("flush")
                     errors[address] = f"{type(result).__name__}: {result}"
             self.aggregator.drain()
             self.sampler.spans.sync()
-            return {"workers": len(workers) - len(errors), "errors": errors}
+            unmonitored = dict(self.sampler.unmonitored)
+            flushed = sum(1 for address, _ in workers if address not in unmonitored)
+            departures = [] if since is None else self.sampler.departures.between(since, time())
+            return {
+                "workers": flushed - len(errors),
+                "errors": errors,
+                "unmonitored": unmonitored,
+                "departures": departures,
+            }
 
     async def _handle_stop(self) -> dict[str, Any]:
         """Handler ``roastcoffea_stop``: undo everything :meth:`start` did.

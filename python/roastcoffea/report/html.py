@@ -159,9 +159,14 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
     failed = metrics.get("num_failed_chunks")
     if tables.is_number(failed) and failed > 0:
         found.append(f"{int(failed):,} chunk(s) failed (see Failed Chunks)")
-    lost = metrics.get("lost_workers")
-    if isinstance(lost, list) and lost:
-        found.append(f"{len(lost):,} worker(s) lost during the run")
+    for key, what in (
+        ("lost_workers", "worker(s) died during the run"),
+        ("restarted_workers", "of them restarted"),
+        ("unmonitored_workers", "worker(s) computed unmonitored (could not load roastcoffea)"),
+    ):
+        workers = metrics.get(key)
+        if isinstance(workers, list) and workers:
+            found.append(f"{len(workers):,} {what}")
     monitoring = metrics.get("monitoring")
     if isinstance(monitoring, Mapping):
         for key, what in (

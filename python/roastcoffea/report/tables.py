@@ -263,10 +263,16 @@ def resources_table(metrics: Mapping[str, Any]) -> TableData:
     rows += _kv_rows(
         metrics, (("Avg Memory (per worker)", "avg_memory_per_worker_bytes", format_bytes),)
     )
-    lost = metrics.get("lost_workers")
-    if isinstance(lost, list):
-        text = f"{len(lost)}: " + ", ".join(_worker_name(w) for w in lost) if lost else "0"
-        rows.append((Cell("Lost Workers"), Cell(text, alert=bool(lost))))
+    for label, key, alert in (
+        ("Lost Workers", "lost_workers", True),
+        ("Restarted Workers", "restarted_workers", True),
+        ("Retired Workers", "retired_workers", False),
+        ("Unmonitored Workers", "unmonitored_workers", True),
+    ):
+        workers = metrics.get(key)
+        if isinstance(workers, list):
+            text = f"{len(workers)}: " + ", ".join(map(_worker_name, workers)) if workers else "0"
+            rows.append((Cell(label), Cell(text, alert=alert and bool(workers))))
     return _kv_table("Resource Utilization", rows)
 
 
