@@ -112,6 +112,10 @@ def test_results_before_exit_are_refused(client: Client) -> None:
 # ---- lifecycle -----------------------------------------------------------------------
 
 
+def held_double(x: int) -> int:
+    return 2 * x
+
+
 def test_collector_sees_its_block(client: Client) -> None:
     run_naps(client, "before-block")
     with MetricsCollector(client) as mc:
@@ -153,6 +157,21 @@ def test_sequential_collectors_are_disjoint(client: Client) -> None:
     assert second.snapshot["span_tasks"] and all(
         span in second.span_ids for span in second.snapshot["span_tasks"]
     )
+
+
+def test_a_second_collector_sees_its_tasks_while_the_firsts_are_held(client: Client) -> None:
+    # Both blocks map the same function: one task group. Dask attaches a group to the
+    # span of its first tasks; those are still held when the second block submits.
+    with MetricsCollector(client) as first:
+        kept = client.map(held_double, range(10), pure=False)
+        client.gather(kept)
+    with MetricsCollector(client) as second:
+        client.gather(client.map(held_double, range(10, 17), pure=False))
+    for mc, n in ((first, 10), (second, 7)):
+        rows = [r for r in mc.snapshot["tasks"] if r["span"] in mc.span_ids]
+        assert sum(r["tasks"] for r in rows if r["prefix"] == "held_double") == n
+        assert {k[1] for k in mc.span_metrics} == {"held_double"}
+    assert client.gather(kept) == [2 * i for i in range(10)]
 
 
 def test_concurrent_collectors_from_two_threads(client: Client) -> None:

@@ -22,12 +22,15 @@ collector while the block runs carries the span (``dask.annotate`` keeps
 annotations in a ``contextvars.ContextVar``, so another thread's submissions
 are not tagged). Dask attaches spans per *task group* (the task key's name
 before its token, e.g. the processor class or coffea's ``reduce``), and a task
-whose group already belongs to a live span joins that span. Collectors in
-sequence are therefore always exact; collectors running at the same time from
-two threads are exact when their runs do not share a task group while both
-are alive (e.g. different processor classes and no concurrent tree reduction),
-and otherwise the shared groups count for the collector that submitted them
-first. The worker time series are cluster-wide and cover each collector's time
+whose group already belongs to a span joins that span, whatever span it was
+submitted in. So at entry the collector has the plugin detach every finished
+task group from its span (``RoastPlugin.release_finished_groups``): a second
+collector sees its own tasks even while the first block's futures are held.
+Collectors in sequence are therefore exact; collectors running at the same time
+from two threads are exact when their runs do not share a task group while both
+are running (e.g. different processor classes and no concurrent tree
+reduction), and otherwise the shared groups count for the collector that
+submitted them first. The worker time series are cluster-wide and cover each collector's time
 window.
 """
 
@@ -79,6 +82,14 @@ def _scheduler_tick(dask_scheduler: Any) -> dict[str, Any] | None:
         return None
     plugin.tick()
     return {"interval": plugin.interval, "live": plugin.live, "time": dask_time()}
+
+
+def _scheduler_open(dask_scheduler: Any) -> dict[str, Any] | None:
+    """Run on the scheduler at a collector's entry: free finished task groups, then tick."""
+    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is not None and getattr(plugin, "sampler", None) is not None:
+        plugin.release_finished_groups()
+    return _scheduler_tick(dask_scheduler)
 
 
 async def _scheduler_finish(
@@ -331,7 +342,7 @@ class MetricsCollector(AbstractContextManager):
     def _ensure_plugin(self) -> float | None:
         """Register RoastPlugin when absent; sample once. Returns the scheduler's clock."""
         try:
-            info = self.client.run_on_scheduler(_scheduler_tick)
+            info = self.client.run_on_scheduler(_scheduler_open)
         except Exception as exc:
             # e.g. distributed.scheduler.pickle disabled: registration still works.
             self.notes.append(f"could not inspect the scheduler ({type(exc).__name__}: {exc})")
@@ -339,7 +350,7 @@ class MetricsCollector(AbstractContextManager):
             return None
         if info is None:
             self.client.register_plugin(RoastPlugin(self.worker_tracking_interval))
-            info = self.client.run_on_scheduler(_scheduler_tick)
+            info = self.client.run_on_scheduler(_scheduler_open)
         if info is None:
             raise RuntimeError("RoastPlugin registered but not running on the scheduler")
         self.plugin_interval = info["interval"]

@@ -25,7 +25,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
 from roastcoffea import _native
-from roastcoffea.plugin._compat import register_worker_plugin
+from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
 from roastcoffea.plugin._loader import dumps_by_value
 from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, Unmonitored
 from roastcoffea.plugin.sampler import Sampler
@@ -231,6 +231,31 @@ class RoastPlugin(SchedulerPlugin):
             self.aggregator.add_record(msg["worker"], msg["data"], time())
             if self.sampler.live is not None:
                 self.sampler.live.record(msg["data"])
+
+    def release_finished_groups(self) -> int:
+        """Detach every finished task group from its span; returns how many.
+
+        Dask puts a new task into the span of its task group when the group
+        already has one, whatever span it was submitted in: tasks of
+        ``client.map(f, ...)`` in a second collector's block would join the
+        first block's span while the first block's futures are held. A
+        collector calls this when it opens its block, so that new tasks of a
+        group whose tasks are all finished join the span they are submitted
+        in. Groups with tasks still waiting or running keep their span (a
+        collector running at the same time loses nothing). Must run on the
+        scheduler's event loop.
+        """
+        spans = spans_extension(self.scheduler)
+        released = 0
+        for group in list(self.scheduler.task_groups.values()):
+            if group.span_id is None or not group.done:
+                continue
+            span = spans.spans.get(group.span_id) if spans is not None else None
+            if span is not None:
+                span.groups.discard(group)
+            group.span_id = None
+            released += 1
+        return released
 
     def tick(self) -> None:
         """Run one sampler pass now (the body of the periodic callback).
