@@ -10,6 +10,7 @@ VPY        := $(VENV)/bin/python
 DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
 # The HTML report test renders the report in a headless browser.
 TEST_DEB_PKGS := chromium
+FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev
 CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
@@ -66,16 +67,22 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 
-# libFuzzer: needs clang (Debian clang-14). Runs each target FUZZ_SECONDS seeded by the
-# checked-in corpus; new inputs go to build/fuzz/found/, crashes to the working directory.
+# libFuzzer (Debian clang-14). Each target runs FUZZ_SECONDS from the checked-in corpus,
+# with the library under test instrumented for coverage; new inputs that add coverage are
+# merged back into native/tests/corpus/<target>/ (commit them), crashes land in build/fuzz/.
+# The last line per target gives the edges (cov) and features (ft) reached.
 fuzz: deps
-	@command -v clang-14 >/dev/null || { echo "make fuzz needs clang: apt-get install -y clang-14"; exit 1; }
+	$(call install_missing,$(FUZZ_DEB_PKGS))
 	CC=clang-14 cmake -S . -B $(FUZZ_DIR) -DROAST_TESTS=ON -DROAST_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ_DIR) -j2
-	for t in $(FUZZ_DIR)/native/tests/fuzz_*; do \
+	@for t in $(FUZZ_DIR)/native/tests/fuzz_*; do \
 	  name=$$(basename $$t | sed 's/^fuzz_//'); \
-	  mkdir -p $(FUZZ_DIR)/found/$$name; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_DIR)/found/$$name native/tests/corpus/$$name || exit 1; \
+	  found=$(FUZZ_DIR)/found/$$name; mkdir -p $$found; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_DIR)/ \
+	    $$found native/tests/corpus/$$name > $(FUZZ_DIR)/$$name.log 2>&1 \
+	    || { tail -30 $(FUZZ_DIR)/$$name.log; exit 1; }; \
+	  $$t -merge=1 native/tests/corpus/$$name $$found > /dev/null 2>&1 || exit 1; \
+	  echo "$$name: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $(FUZZ_DIR)/$$name.log | tail -1)"; \
 	done
 
 bench: $(VENV)/.installed
