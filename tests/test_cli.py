@@ -144,3 +144,18 @@ def test_compare_shows_deltas_and_ratios(measured: Measured, tmp_path: Path) -> 
 
 def test_compare_needs_two_measurements(measured: Measured) -> None:
     assert_one_line_error(run("compare", measured.path), 2, "at least two")
+
+
+def test_outside_names_are_shown_as_text(measured: Measured, tmp_path: Path) -> None:
+    # A measurement's name is its directory's: rich markup and terminal control
+    # sequences in it are printed as they are written, never interpreted.
+    metrics, t0, t1 = load_measurement(measured.path)
+    marked = save_measurement(metrics, t0, t1, tmp_path, "[red on red]x [link=javascript:1]y")
+    control = save_measurement(metrics, t0, t1, tmp_path, "clear\x1b[2Jscreen")
+    result = run("compare", marked, control)
+    assert result.returncode == 0, result.stderr
+    assert "[red on red]x [link=javascript:1]y (baseline)" in result.stdout.replace("\n", "")
+    assert "\x1b" not in result.stdout
+    assert "clear\\x1b[2Jscreen" in result.stdout
+    shown = run("show", control)
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout, shown.stderr

@@ -72,7 +72,9 @@ def test_unknown_backend_is_refused(client: Client) -> None:
         MetricsCollector(client, backend="invalid")
 
 
-@pytest.mark.parametrize("interval", [0, -1.0, 0.001, math.nan, math.inf, "1", True, None])
+@pytest.mark.parametrize(
+    "interval", [0, -1.0, 0.001, 3600.5, 1e300, math.nan, math.inf, "1", True, None]
+)
 def test_bad_interval_is_refused(client: Client, interval: Any) -> None:
     with pytest.raises(ValueError, match="worker_tracking_interval"):
         MetricsCollector(client, worker_tracking_interval=interval)
@@ -445,6 +447,18 @@ def test_measurement_refuses_bad_input(tmp_path: Path) -> None:
         save_measurement({}, math.nan, 1.0, tmp_path, "times")
     with pytest.raises(ValueError, match="may not replace"):
         save_measurement({}, 1.0, 2.0, tmp_path, "meta", metadata={"t0": 5})
+    with pytest.raises(ValueError, match=r"t0 is 1e\+300 epoch seconds, not a date"):
+        save_measurement({}, 1e300, 1e301, tmp_path, "far")
+    looped: dict[str, Any] = {"a": [1]}
+    looped["a"].append(looped)
+    with pytest.raises(ValueError, match=r"metrics\['a'\]\[1\]: the value contains itself"):
+        save_measurement(looped, 1.0, 2.0, tmp_path, "looped")
+    deep: Any = 0
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested deeper than 100 levels"):
+        save_measurement({"deep": deep}, 1.0, 2.0, tmp_path, "deep")
+    assert not any((tmp_path / name).exists() for name in ("far", "looped", "deep"))
 
 
 @pytest.fixture
@@ -471,6 +485,23 @@ def test_load_missing_directory_and_files(saved: Path) -> None:
         ("metrics.json", '{"format": "other", "version": 1}', "not a roastcoffea file"),
         ("metrics.json", '{"format": "roastcoffea-metrics", "version": 9}', "newer roastcoffea"),
         ("metrics.json", '{"format": "roastcoffea-metrics", "version": 1}', "'metrics' missing"),
+        ("metrics.json", '{"format": "roastcoffea-metrics", "version": -5}', "version.*-5"),
+        (
+            "metrics.json",
+            '{"format": "roastcoffea-metrics", "version": 1, '
+            '"metrics": {"d": {"$timedelta": [1e20, 0, 0]}}}',
+            r"metrics\.json: metrics\['d'\]: bad \$timedelta value",
+        ),
+        (
+            "metrics.json",
+            '{"format": "roastcoffea-metrics", "version": 1, "metrics": {"t": '
+            + '{"$tuple": [' * 150
+            + "1"
+            + "]}" * 150
+            + "}}",
+            r"metrics\.json: metrics\['t'\].*: nested deeper than 100 levels",
+        ),
+        ("metrics.json", "[" * 100_000 + "]" * 100_000, "metrics.json: JSON nested too deeply"),
         (
             "metrics.json",
             '{"format": "roastcoffea-metrics", "version": 1, "metrics": {"a": {"$nope": 1}}}',
@@ -502,3 +533,24 @@ def test_load_a_roastcoffea_012_measurement(tmp_path: Path) -> None:
     (old / "start_end_time.txt").write_text("10.5,13.5\n")
     (old / "metadata.json").write_text(json.dumps({"format": "roastcoffea_measurement_v1"}))
     assert load_measurement(old) == (metrics, 10.5, 13.5)
+
+
+def test_exit_after_the_client_closed_says_so(make_cluster: Any) -> None:
+    _, own = make_cluster(n_workers=1)
+    with MetricsCollector(own, live=False) as mc:
+        own.submit(sum, [1, 2]).result()
+        own.close()
+    assert any("the client is closed" in e for e in mc.collector_errors), mc.collector_errors
+    assert not any("AttributeError" in e for e in mc.collector_errors)
+
+
+def test_exit_with_the_scheduler_gone_is_bounded_and_says_why(make_cluster: Any) -> None:
+    cluster, own = make_cluster(n_workers=1)
+    with MetricsCollector(own, live=False) as mc:
+        own.submit(sum, [1, 2]).result()
+        own.sync(cluster.scheduler.close)  # the scheduler goes away under the client
+    # Dask would hold each call for its 30 s connect timeout; the exit gives up after
+    # the probe (measured on the collector's own clock).
+    assert mc._exit_seconds < 20
+    assert any("is it gone?" in e or "not connected" in e for e in mc.collector_errors)
+    own.close(timeout=2)  # not Dask's 30 s of reconnecting

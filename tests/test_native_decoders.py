@@ -342,3 +342,13 @@ def test_files_from_before_prefixes_folded_read_it_as_zero() -> None:
     assert state_from_json(json.dumps(state).encode())["counters"]["prefixes_folded"] == 0
     del state["counters"]["intern_overflows"]  # an older counter stays required
     assert "intern_overflows" in assert_value_error(state_from_json, json.dumps(state).encode())
+
+
+def test_a_nul_escape_in_a_state_string_is_refused_not_cut_short() -> None:
+    text = valid_json().decode()
+    assert '"w0"' in text
+    message = assert_value_error(state_from_json, text.replace('"w0"', '"w\\u00000"').encode())
+    assert "\\u0000" in message and "NUL" in message
+    # an escaped backslash followed by u0000 is plain text, not a NUL
+    kept = state_from_json(text.replace('"w0"', '"w\\\\u0000"').encode())
+    assert kept["workers"][W]["name"] == "w\\u0000"

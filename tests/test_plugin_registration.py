@@ -59,6 +59,11 @@ def scheduler_handlers(client: Client) -> list[str]:
     [
         ({"interval": 0}, ValueError, "interval"),
         ({"interval": float("nan")}, ValueError, "interval"),
+        (
+            {"interval": 1e300},
+            ValueError,
+            r"interval must be a number of seconds in \[0.01, 3600.0\]",
+        ),
         ({"interval": "1s"}, TypeError, "interval"),
         ({"window": 0}, ValueError, "window"),
         ({"window": 2.5}, TypeError, "window"),

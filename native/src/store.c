@@ -732,12 +732,35 @@ static roast_status read_doc(jr *r, const cJSON *doc)
     return status;
 }
 
+/* Offset of the first \u0000 escape in the JSON text, or -1. cJSON decodes it
+ * into a NUL that would silently cut the string short; the writer never emits
+ * one (strings with NUL are written as base64). An escape is a backslash
+ * preceded by an even run of backslashes. */
+static ptrdiff_t nul_escape(const char *json, size_t len)
+{
+    size_t run = 0; /* backslashes just before position i */
+    for (size_t i = 0; i < len; i++) {
+        if (json[i] != '\\') {
+            run = 0;
+            continue;
+        }
+        if (run % 2 == 0 && i + 5 < len && json[i + 1] == 'u' && memcmp(json + i + 2, "0000", 4) == 0)
+            return (ptrdiff_t)i;
+        run++;
+    }
+    return -1;
+}
+
 roast_status roast_store_from_json(const char *json, size_t len, roast_agg **out, char *err,
                                    size_t errcap)
 {
     *out = NULL;
     if (!json && len)
         return ROAST_EINVAL;
+    ptrdiff_t nul = nul_escape(json, len);
+    if (nul >= 0)
+        return fail(err, errcap, "state: a string holds \\u0000 at byte %td (NUL is not allowed)",
+                    nul);
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts(json, len, &end, false);
     if (!doc) {

@@ -166,14 +166,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from roastcoffea.report.summary import print_summary
+    from roastcoffea.report.summary import print_summary, printable
 
     loaded = _load(args.measurement)
     start = loaded.metadata.get("start_utc", "?")
     versions = loaded.metadata.get("versions") or {}
     print(
-        f"measurement {loaded.name} ({loaded.path}): started {start} UTC, "
-        f"{loaded.t1 - loaded.t0:.2f} s, roastcoffea {versions.get('roastcoffea', '?')}"
+        printable(
+            f"measurement {loaded.name} ({loaded.path}): started {start} UTC, "
+            f"{loaded.t1 - loaded.t0:.2f} s, roastcoffea {versions.get('roastcoffea', '?')}"
+        )
     )
     print_summary(loaded.metrics)
     return 0
@@ -270,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except CommandError as exc:
-        print(f"roastcoffea {args.command}: error: {exc}", file=sys.stderr)
+        from roastcoffea.report.summary import printable
+
+        print(printable(f"roastcoffea {args.command}: error: {exc}"), file=sys.stderr)
         return exc.status
 
 

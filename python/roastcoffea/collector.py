@@ -36,8 +36,10 @@ window.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -53,7 +55,7 @@ from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.plugin import RoastPlugin, flush
 from roastcoffea.plugin._workers import PLUGIN_NAME
-from roastcoffea.plugin.scheduler import FLUSH_HANDLER, SNAPSHOT_HANDLER
+from roastcoffea.plugin.scheduler import FLUSH_HANDLER, SNAPSHOT_HANDLER, check_interval
 from roastcoffea.records import decode_records, drain_local_records, records_for_spans
 from roastcoffea.report.live import LiveView, is_terminal
 
@@ -67,6 +69,8 @@ OUTPUT_KEY = "__roastcoffea_metrics__"
 SPAN_CONTEXTS = ("execute", "p2p")
 #: Seconds the flush waits for each worker.
 FLUSH_TIMEOUT = 10.0
+#: Seconds the exit waits for the scheduler to answer at all, before it flushes.
+PROBE_TIMEOUT = 5.0
 #: Padding of the collector's window: the series store times in milliseconds, so
 #: a sample taken at the window's edge may be stored up to a millisecond outside.
 WINDOW_PAD = 1e-3
@@ -82,6 +86,11 @@ def _scheduler_tick(dask_scheduler: Any) -> dict[str, Any] | None:
         return None
     plugin.tick()
     return {"interval": plugin.interval, "live": plugin.live, "time": dask_time()}
+
+
+def _scheduler_clock(dask_scheduler: Any) -> float:
+    """Run on the scheduler: its clock (the exit's check that it answers)."""
+    return dask_time()
 
 
 def _scheduler_open(dask_scheduler: Any) -> dict[str, Any] | None:
@@ -129,19 +138,6 @@ def _check_client(client: Any) -> Any:
     if getattr(client, "asynchronous", False):
         raise ValueError("MetricsCollector needs a synchronous distributed.Client")
     return client
-
-
-def _check_interval(value: Any) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0.01
-    ):
-        raise ValueError(
-            f"worker_tracking_interval must be a finite number of seconds >= 0.01, got {value!r}"
-        )
-    return float(value)
 
 
 def _check_prefixes(value: Any) -> set[str] | None:
@@ -229,7 +225,11 @@ class MetricsCollector(AbstractContextManager):
         if not isinstance(live, bool):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
         self.track_workers = track_workers
-        self.worker_tracking_interval = _check_interval(worker_tracking_interval)
+        try:
+            interval = check_interval(worker_tracking_interval, "worker_tracking_interval")
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        self.worker_tracking_interval = interval
         self.processor_instance = processor_instance
         self.processor_name = (
             type(processor_instance).__name__ if processor_instance is not None else None
@@ -372,10 +372,38 @@ class MetricsCollector(AbstractContextManager):
         if self.span_info is not None:
             self.span_info.pop("context", None)
 
+    def _check_reachable(self) -> None:
+        """Raise, saying why, when the scheduler cannot answer the exit's calls.
+
+        A closed client has no scheduler connection at all; a scheduler that
+        is gone would hold each call for Dask's connect timeout (30 s by
+        default), so one cheap call first must answer within PROBE_TIMEOUT.
+        """
+        status = getattr(self.client, "status", None)
+        if status in ("closing", "closed"):
+            raise RuntimeError("the client is closed: no snapshot of the block")
+        if status != "running":
+            raise RuntimeError(f"the client is not connected to the scheduler (status {status!r})")
+        answered = threading.Event()
+
+        def probe() -> None:
+            # An error is an answer too (e.g. pickled calls refused by the scheduler).
+            with contextlib.suppress(Exception):
+                self.client.run_on_scheduler(_scheduler_clock)
+            answered.set()
+
+        threading.Thread(target=probe, name="roastcoffea-probe", daemon=True).start()
+        if not answered.wait(PROBE_TIMEOUT):
+            raise RuntimeError(
+                f"the scheduler did not answer within {PROBE_TIMEOUT:g} s (is it gone?): "
+                "no snapshot of the block"
+            )
+
     def _take_snapshot(self) -> None:
         """Sample, flush and snapshot in one scheduler call; the public RPCs as a fallback."""
         assert self.span_id is not None
         t_from, t_to = self._window
+        self._check_reachable()
         try:
             reply = self.client.run_on_scheduler(
                 _scheduler_finish,

@@ -67,6 +67,8 @@ FILES = (
 VERSIONED_PACKAGES = ("roastcoffea", "dask", "distributed", "coffea", "uproot", "awkward", "numpy")
 
 _TAG = "$"
+#: Containers nested deeper than this are refused, when saving and when loading.
+MAX_DEPTH = 100
 _NAME = re.compile(r"^[^/\\\x00]+$")
 
 
@@ -81,22 +83,33 @@ def _encode_float(value: float) -> Any:
     return {"$float": "inf" if value > 0 else "-inf"}
 
 
-def _encode(value: Any, where: str) -> Any:
-    """``value`` as JSON-ready data; TypeError naming ``where`` for what cannot be saved."""
+def _encode(value: Any, where: str, path: tuple[int, ...] = ()) -> Any:
+    """``value`` as JSON-ready data; TypeError naming ``where`` for what cannot be saved.
+
+    ``path`` holds the ids of the containers being encoded around ``value``:
+    a container met again inside itself is a cycle (ValueError), and so is
+    nesting deeper than :data:`MAX_DEPTH`.
+    """
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
         return _encode_float(float(value))
+    if isinstance(value, (Mapping, list, tuple, set, frozenset)):
+        if id(value) in path:
+            raise ValueError(f"{where}: the value contains itself")
+        if len(path) >= MAX_DEPTH:
+            raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        path = (*path, id(value))
     if isinstance(value, Mapping):
-        return _encode_dict(value, where)
+        return _encode_dict(value, where, path)
     if isinstance(value, list):
-        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{where}[{i}]", path) for i, v in enumerate(value)]
     if isinstance(value, tuple):
-        return {"$tuple": [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        return {"$tuple": [_encode(v, f"{where}[{i}]", path) for i, v in enumerate(value)]}
     if isinstance(value, (set, frozenset)):
-        return {"$set": [_encode(v, f"{where}{{}}") for v in value]}
+        return {"$set": [_encode(v, f"{where}{{}}", path) for v in value]}
     if isinstance(value, datetime):
         return {"$datetime": value.isoformat()}
     if isinstance(value, date):
@@ -107,17 +120,17 @@ def _encode(value: Any, where: str) -> Any:
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     # numpy scalars and arrays without importing numpy.
     if hasattr(value, "tolist") and hasattr(value, "dtype"):
-        return _encode(value.tolist(), where)
+        return _encode(value.tolist(), where, path)
     raise TypeError(f"{where}: cannot save a value of type {type(value).__name__}")
 
 
-def _encode_dict(value: Mapping, where: str) -> Any:
+def _encode_dict(value: Mapping, where: str, path: tuple[int, ...]) -> Any:
     plain = all(isinstance(k, str) and not k.startswith(_TAG) for k in value)
     if plain:
-        return {k: _encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {k: _encode(v, f"{where}[{k!r}]", path) for k, v in value.items()}
     return {
         "$dict": [
-            [_encode(k, f"{where} key {k!r}"), _encode(v, f"{where}[{k!r}]")]
+            [_encode(k, f"{where} key {k!r}", path), _encode(v, f"{where}[{k!r}]", path)]
             for k, v in value.items()
         ]
     }
@@ -138,22 +151,22 @@ def _decode_float(text: Any, where: str) -> float:
     return floats[text]
 
 
-def _decode_tag(tag: str, body: Any, where: str) -> Any:
+def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
     if tag == "$tuple" and isinstance(body, list):
-        return tuple(_decode(v, f"{where}[{i}]") for i, v in enumerate(body))
+        return tuple(_decode(v, f"{where}[{i}]", depth) for i, v in enumerate(body))
     if tag == "$set" and isinstance(body, list):
-        return {_hashable(_decode(v, where), where) for v in body}
+        return {_hashable(_decode(v, where, depth), where) for v in body}
     if tag == "$dict" and isinstance(body, list):
         out = {}
         for i, pair in enumerate(body):
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise ValueError(f"{where}[{i}]: expected a [key, value] pair")
-            key = _hashable(_decode(pair[0], f"{where}[{i}]"), f"{where}[{i}]")
-            out[key] = _decode(pair[1], f"{where}[{key!r}]")
+            key = _hashable(_decode(pair[0], f"{where}[{i}]", depth), f"{where}[{i}]")
+            out[key] = _decode(pair[1], f"{where}[{key!r}]", depth)
         return out
     if tag == "$float":
         return _decode_float(body, where)
-    try:
+    try:  # OverflowError: a timedelta or date beyond Python's range
         if tag == "$datetime" and isinstance(body, str):
             return datetime.fromisoformat(body)
         if tag == "$date" and isinstance(body, str):
@@ -162,20 +175,22 @@ def _decode_tag(tag: str, body: Any, where: str) -> Any:
             return timedelta(days=body[0], seconds=body[1], microseconds=body[2])
         if tag == "$bytes" and isinstance(body, str):
             return base64.b64decode(body.encode("ascii"), validate=True)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise ValueError(f"{where}: bad {tag} value: {exc}") from None
     raise ValueError(f"{where}: unknown or malformed tag {tag!r}")
 
 
-def _decode(value: Any, where: str) -> Any:
+def _decode(value: Any, where: str, depth: int = 0) -> Any:
+    if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
+        raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, list):
-        return [_decode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, body),) = value.items()
             if key.startswith(_TAG):
-                return _decode_tag(key, body, where)
-        return {k: _decode(v, f"{where}[{k!r}]") for k, v in value.items()}
+                return _decode_tag(key, body, where, depth + 1)
+        return {k: _decode(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}
     return value
 
 
@@ -247,6 +262,12 @@ def _check_times(t0: Any, t1: Any) -> tuple[float, float]:
     for name, t in (("t0", t0), ("t1", t1)):
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
             raise ValueError(f"{name} must be a finite number of epoch seconds, got {t!r}")
+        try:  # the metadata states both as UTC dates
+            datetime.fromtimestamp(t, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(
+                f"{name} is {t!r} epoch seconds, not a date this machine can represent"
+            ) from None
     if t1 < t0:
         raise ValueError(f"t1 ({t1!r}) is before t0 ({t0!r})")
     return float(t0), float(t1)
@@ -416,6 +437,8 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not UTF-8 text ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: truncated or not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to read") from None
 
 
 def _read_times(path: Path) -> tuple[float, float]:
@@ -439,8 +462,8 @@ def _check_format(path: Path, data: Any, expected: str, version_key: str) -> Non
             f"{path}: not a roastcoffea file (format {found!r}, expected {expected!r})"
         )
     got = data.get(version_key)
-    if isinstance(got, bool) or not isinstance(got, int):
-        raise ValueError(f"{path}: {version_key} missing or not an integer")
+    if isinstance(got, bool) or not isinstance(got, int) or got < 1:
+        raise ValueError(f"{path}: {version_key} missing or not a positive integer (got {got!r})")
     if got > SCHEMA_VERSION:
         raise ValueError(
             f"{path}: written by a newer roastcoffea ({version_key} {got}); "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,6 +39,9 @@ DEFAULT_SERIES_CAP_BYTES = 64 << 20
 MIN_SERIES_CAP_BYTES = 64 << 10
 #: Largest ring the native layer accepts.
 MAX_RING_CAPACITY = 1 << 30
+#: Bounds of the sampler interval, in seconds.
+MIN_INTERVAL = 0.01
+MAX_INTERVAL = 3600.0
 #: Seconds a flush waits for each worker's full state.
 DEFAULT_FLUSH_TIMEOUT = 10.0
 
@@ -57,11 +59,23 @@ def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     return value
 
 
-def _interval(value: Any) -> float:
+def check_interval(value: Any, name: str = "interval") -> float:
+    """A sampler interval in seconds, between :data:`MIN_INTERVAL` and :data:`MAX_INTERVAL`.
+
+    Raises
+    ------
+    TypeError
+        For a value that is not a number.
+    ValueError
+        For a number outside the bounds (a longer interval would hold back
+        every worker payload for longer than any run needs).
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"interval must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0.01:
-        raise ValueError(f"interval must be a finite number of seconds >= 0.01, got {value}")
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not (MIN_INTERVAL <= value <= MAX_INTERVAL):
+        raise ValueError(
+            f"{name} must be a number of seconds in [{MIN_INTERVAL}, {MAX_INTERVAL}], got {value!r}"
+        )
     return float(value)
 
 
@@ -103,7 +117,7 @@ class RoastPlugin(SchedulerPlugin):
         series_cap_bytes: int = DEFAULT_SERIES_CAP_BYTES,
         live: bool = True,
     ) -> None:
-        self.interval = _interval(interval)
+        self.interval = check_interval(interval)
         self.window = None if window is None else _integer("window", window, 1)
         self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
         self.series_cap_bytes = _integer("series_cap_bytes", series_cap_bytes, MIN_SERIES_CAP_BYTES)

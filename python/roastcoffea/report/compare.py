@@ -14,6 +14,8 @@ from typing import Any
 
 from rich.table import Table
 
+from roastcoffea.report.summary import safe_text
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -114,13 +116,13 @@ def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table
     table = Table(title="Measurement Comparison", header_style="bold cyan")
     table.add_column("Metric", style="cyan", no_wrap=True)
     table.add_column("Unit")
-    table.add_column(f"{names[0]} (baseline)", justify="right", style="magenta")
+    table.add_column(safe_text(f"{names[0]} (baseline)"), justify="right", style="magenta")
     for name in names[1:]:
-        table.add_column(name, justify="right", style="magenta")
+        table.add_column(safe_text(name), justify="right", style="magenta")
         table.add_column("Δ", justify="right")
         table.add_column("ratio", justify="right")
     for row in rows:
-        cells = [row.quantity.label, row.quantity.unit, _number(row.values[0])]
+        cells = [safe_text(row.quantity.label), row.quantity.unit, _number(row.values[0])]
         for value, delta, ratio in zip(row.values[1:], row.deltas, row.ratios, strict=True):
             cells += [_number(value), _number(delta, signed=True), _ratio(ratio)]
         table.add_row(*cells)

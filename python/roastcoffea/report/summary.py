@@ -27,12 +27,26 @@ MAX_ROWS = 20
 SHORTENED = (tables.WORKER_TABLE_TITLE, tables.FAILED_CHUNKS_TITLE)
 
 
+#: C0 and C1 control characters, shown escaped so outside text cannot drive the terminal.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(value: Any) -> str:
+    """``str(value)`` with its control characters escaped (``\\x1b``), for a terminal."""
+    return str(value).translate(_CONTROLS)
+
+
+def safe_text(value: Any, style: str = "") -> Text:
+    """Outside text (names, addresses, errors) as rich text: never parsed as markup."""
+    return Text(printable(value), style=style)
+
+
 def _text(cell: Cell) -> Text:
-    """A cell as rich text (never parsed as markup: worker addresses and errors hold brackets)."""
+    """A cell as rich text (worker addresses, errors and names may hold brackets)."""
     if cell.missing:
-        return Text(f"{cell.text} ({cell.reason})", style="dim")
+        return safe_text(f"{cell.text} ({cell.reason})", style="dim")
     prefix = "  " * cell.indent + ("• " if cell.indent else "")
-    return Text(prefix + cell.text, style="red" if cell.alert else "")
+    return safe_text(prefix + cell.text, style="red" if cell.alert else "")
 
 
 def to_rich(table: TableData, max_rows: int | None = None) -> Table:
@@ -51,12 +65,15 @@ def to_rich(table: TableData, max_rows: int | None = None) -> Table:
     """
     key_value = table.columns == tables.KV_COLUMNS
     style = "bold red" if table.title == tables.FAILED_CHUNKS_TITLE else "bold cyan"
-    out = Table(title=table.title, header_style=style, caption=table.note)
+    caption = None if table.note is None else safe_text(table.note)
+    out = Table(title=safe_text(table.title), header_style=style, caption=caption)
     for i, column in enumerate(table.columns):
         if key_value:
-            out.add_column(column.name, style="cyan" if i == 0 else "magenta", no_wrap=i == 0)
+            out.add_column(
+                safe_text(column.name), style="cyan" if i == 0 else "magenta", no_wrap=i == 0
+            )
         else:
-            out.add_column(column.name, justify="right" if column.numeric else "left")
+            out.add_column(safe_text(column.name), justify="right" if column.numeric else "left")
     rows = table.rows
     if max_rows is not None and len(rows) > max_rows:
         rows = rows[:max_rows]
