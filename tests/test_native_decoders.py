@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -352,3 +354,33 @@ def test_a_nul_escape_in_a_state_string_is_refused_not_cut_short() -> None:
     # an escaped backslash followed by u0000 is plain text, not a NUL
     kept = state_from_json(text.replace('"w0"', '"w\\\\u0000"').encode())
     assert kept["workers"][W]["name"] == "w\\u0000"
+
+
+DENSE_PAYLOAD = """
+import resource, msgpack
+from roastcoffea import _native
+payload = msgpack.packb(
+    {"v": 1, "inc": "i", "seq": 1, "since": 0, "full": True, "digests": [None] * (16 << 20),
+     "records": []}
+)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    _native.decode_payload(payload)
+except ValueError as exc:
+    print(str(exc))
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB
+print(len(payload), grown * 1024)
+"""
+
+
+def test_a_dense_payload_is_refused_before_it_costs_memory() -> None:
+    # 16 MiB of one-byte elements: msgpack-c would build 24 bytes of tree for each.
+    done = subprocess.run(
+        [sys.executable, "-c", DENSE_PAYLOAD], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    message, sizes = done.stdout.strip().splitlines()
+    assert "denser than 3 bytes per element" in message
+    size, grown = map(int, sizes.split())
+    assert size > 16 << 20
+    assert grown < 2 * size  # the decoder's peak, beyond the input itself

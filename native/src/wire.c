@@ -30,6 +30,13 @@
  * msgpack-c's own fixed stack of 32. */
 #define WIRE_MAX_DEPTH 16
 
+/* Bytes per element, on average, of any worker payload DigestTracker writes:
+ * digest rows carry a context, an activity and a unit of several bytes each.
+ * The decoder's object tree then costs at most 8 times the payload. Inputs of
+ * up to WIRE_SMALL_OBJECTS elements are not held to it. */
+#define PAYLOAD_MIN_BYTES 3
+#define WIRE_SMALL_OBJECTS 4096
+
 #ifdef __GNUC__
 #define WIRE_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
@@ -196,12 +203,14 @@ static scan_item scan_type(uint8_t b)
 }
 
 /* Checks the structure of the msgpack value at the start of p (see the top
- * comment) and stores its end in *end. Iterative, depth-limited. */
-static roast_status wire_scan(const uint8_t *p, size_t len, size_t *end, const char *what,
-                              char *err, size_t errcap)
+ * comment), stores its end in *end and the number of objects it holds in
+ * *objects. Iterative, depth-limited. */
+static roast_status wire_scan(const uint8_t *p, size_t len, size_t *end, uint64_t *objects,
+                              const char *what, char *err, size_t errcap)
 {
     uint64_t left[WIRE_MAX_DEPTH + 1];
     uint64_t pending = 1; /* objects promised and not yet read, at all levels */
+    *objects = 1;
     int depth = 0;
     size_t pos = 0;
     left[0] = 1;
@@ -242,15 +251,23 @@ static roast_status wire_scan(const uint8_t *p, size_t len, size_t *end, const c
                             what, pos, (unsigned long long)it.items, len - pos);
             left[++depth] = it.items;
             pending += it.items;
+            *objects += it.items;
         }
     }
     *end = pos;
     return ROAST_OK;
 }
 
-/* Scans, then unpacks data into u. The caller destroys u. */
-static roast_status wire_unpack(const char *data, size_t len, msgpack_unpacked *u, const char *what,
-                                char *err, size_t errcap)
+/* Scans, then unpacks data into u. The caller destroys u.
+ *
+ * msgpack-c builds one msgpack_object (24 bytes) per element, so memory
+ * follows the elements, not the bytes: a payload of one-byte nils would cost
+ * 24 times its size. Every element of a format here takes at least
+ * min_bytes of input on average (the caller says how many), so denser input
+ * is refused before anything is built: the tree then costs at most
+ * 24 / min_bytes times the input. */
+static roast_status wire_unpack(const char *data, size_t len, size_t min_bytes,
+                                msgpack_unpacked *u, const char *what, char *err, size_t errcap)
 {
     if (len > ROAST_WIRE_MAX_BYTES)
         return fail(err, errcap, "%s: %zu bytes, above the limit of %zu", what, len,
@@ -258,11 +275,16 @@ static roast_status wire_unpack(const char *data, size_t len, msgpack_unpacked *
     if (len == 0)
         return fail(err, errcap, "%s: empty input", what);
     size_t end = 0;
-    roast_status status = wire_scan((const uint8_t *)data, len, &end, what, err, errcap);
+    uint64_t objects = 0;
+    roast_status status = wire_scan((const uint8_t *)data, len, &end, &objects, what, err, errcap);
     if (status != ROAST_OK)
         return status;
     if (end != len)
         return fail(err, errcap, "%s: %zu trailing bytes after the top object", what, len - end);
+    if (objects > WIRE_SMALL_OBJECTS && objects > len / min_bytes)
+        return fail(err, errcap,
+                    "%s: %llu elements in %zu bytes, denser than %zu bytes per element", what,
+                    (unsigned long long)objects, len, min_bytes);
     size_t off = 0;
     msgpack_unpack_return rc = msgpack_unpack_next(u, data, len, &off);
     if (rc == MSGPACK_UNPACK_NOMEM_ERROR)
@@ -534,7 +556,7 @@ roast_status roast_wire_decode_payload(const char *data, size_t len, roast_paylo
         return ROAST_ENOMEM;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    roast_status status = wire_unpack(data, len, &u, "payload", err, errcap);
+    roast_status status = wire_unpack(data, len, PAYLOAD_MIN_BYTES, &u, "payload", err, errcap);
     if (status == ROAST_OK)
         status = decode_payload_object(&u.data, d, err, errcap);
     msgpack_unpacked_destroy(&u);
@@ -1229,7 +1251,7 @@ roast_status roast_wire_decode_snapshot(const char *data, size_t len, roast_agg 
     double when = 0;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    roast_status status = wire_unpack(data, len, &u, "snapshot", err, errcap);
+    roast_status status = wire_unpack(data, len, 1, &u, "snapshot", err, errcap);
     if (status == ROAST_OK)
         status = dec_snapshot(&d, &u.data, &when);
     msgpack_unpacked_destroy(&u);
