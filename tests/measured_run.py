@@ -67,22 +67,31 @@ class Measured:
     output: dict[str, Any]
 
 
-def measure(client: Client, shared_data: Path, output_dir: Path) -> Measured:
-    """Run :class:`MeasuredProcessor` inside a collector and save the measurement."""
-    fileset = {
-        name: {"files": {str(shared_data / file): "Events"}} for name, file in DATASETS.items()
-    }
-    runner = processor.Runner(
+def shared_fileset(shared_data: Path) -> dict[str, Any]:
+    """coffea's fileset of the shared files, one dataset each."""
+    return {name: {"files": {str(shared_data / file): "Events"}} for name, file in DATASETS.items()}
+
+
+def dask_runner(client: Client) -> processor.Runner:
+    """coffea's Runner on ``client``, NanoAOD chunks of :data:`CHUNKSIZE` events."""
+    return processor.Runner(
         executor=processor.DaskExecutor(client=client, status=False),
         schema=NanoAODSchema,
         chunksize=CHUNKSIZE,
         savemetrics=True,
     )
+
+
+def measure(client: Client, shared_data: Path, output_dir: Path) -> Measured:
+    """Run :class:`MeasuredProcessor` inside a collector and save the measurement."""
+    runner = dask_runner(client)
     with warnings.catch_warnings():
         # NanoAODSchema's complaints about the shared files are not ours.
         warnings.simplefilter("ignore", RuntimeWarning)
         with MetricsCollector(client, live=False) as collector:
-            output, report = runner(fileset, MeasuredProcessor(), treename="Events")
+            output, report = runner(
+                shared_fileset(shared_data), MeasuredProcessor(), treename="Events"
+            )
             collector.set_coffea_report(report)
     path = collector.save_measurement(output_dir, "measured")
     return Measured(collector, collector.get_metrics(), Path(path), output)

@@ -23,20 +23,14 @@ import cloudpickle
 import dask
 import pytest
 from coffea import processor
-from coffea.nanoevents import NanoAODSchema
 from distributed import Client
 from distributed.utils import open_port
+from measured_run import CHUNKSIZE, dask_runner, shared_fileset
 
 from roastcoffea import MetricsCollector, track_metrics
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-DATASETS = {
-    "dy": "nano_dy.root",
-    "dimuon": "nano_dimuon.root",
-    "ttbar": "nanoAOD_2015_CMS_Open_Data_ttbar.root",
-}
-CHUNKSIZE = 10
 #: The scheduler keeps every transition of these short runs in its log.
 LOG_LENGTH = 100_000
 
@@ -91,21 +85,13 @@ def finished_processor_tasks(client: Client, prefix: str) -> int:
 def run_measured(
     client: Client, shared_data: Path, proc: KillOnce, during: Any = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    fileset = {
-        name: {"files": {str(shared_data / file): "Events"}} for name, file in DATASETS.items()
-    }
-    runner = processor.Runner(
-        executor=processor.DaskExecutor(client=client, status=False),
-        schema=NanoAODSchema,
-        chunksize=CHUNKSIZE,
-        savemetrics=True,
-    )
+    runner = dask_runner(client)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with MetricsCollector(client, live=False) as collector:
             if during is not None:
                 during.start()
-            output, report = runner(fileset, proc, treename="Events")
+            output, report = runner(shared_fileset(shared_data), proc, treename="Events")
             collector.set_coffea_report(report)
     assert output["events"] == report["entries"]
     return collector.get_metrics(), report

@@ -149,6 +149,20 @@ def lacking(records: list[dict[str, Any]], field: str) -> str | None:
     return message
 
 
+def put_sums(out: Metrics, records: list[dict[str, Any]], sums: dict[str, str]) -> None:
+    """Put ``key = Σ record[field]`` for each ``key: field`` of ``sums``.
+
+    A key is missing, with :func:`lacking`'s reason, when a record has no number
+    in its field: a partial sum would mislead.
+    """
+    for key, field in sums.items():
+        reason = lacking(records, field)
+        if reason:
+            out.missing(key, reason)
+        else:
+            out.put(key, sum(r[field] for r in records))
+
+
 def finite_or_none(value: float) -> float | None:
     """``value`` as a float, or None when it is NaN or infinite (not reported)."""
     value = float(value)

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.metrics._util import Metrics, describe, is_number, lacking, put_stats
+from roastcoffea.metrics._util import (
+    Metrics,
+    describe,
+    is_number,
+    lacking,
+    put_stats,
+    put_sums,
+)
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
@@ -146,12 +153,7 @@ def count_once(chunks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
 def _put_recomputed(extra: list[dict[str, Any]], out: Metrics) -> None:
     """The extra executions: how many, and what they cost."""
     out.put("recomputed_chunks", len(extra))
-    for key, field in RECOMPUTED_SUMS.items():
-        reason = lacking(extra, field)
-        if reason:
-            out.missing(key, reason)
-        else:
-            out.put(key, sum(c[field] for c in extra))
+    put_sums(out, extra, RECOMPUTED_SUMS)
 
 
 def _failure(chunk: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.metrics._util import Metrics, is_number, lacking
+from roastcoffea.metrics._util import Metrics, is_number, lacking, put_sums
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
@@ -49,12 +49,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         for key in (*BYTE_TOTALS, *COVERAGE_KEYS):
             out.missing(key, reason)
         return
-    for key, field in BYTE_TOTALS.items():
-        reason = lacking(chunks, field)
-        if reason:
-            out.missing(key, reason)
-        else:
-            out.put(key, sum(c[field] for c in chunks))
+    put_sums(out, chunks, BYTE_TOTALS)
     _put_compression_ratio(chunks, out)
     files = file_read_metrics(chunks)
     out.put("file_metadata", _file_metadata(chunks))
