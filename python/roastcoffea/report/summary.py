@@ -66,7 +66,7 @@ def to_rich(table: TableData, max_rows: int | None = None) -> Table:
     key_value = table.columns == tables.KV_COLUMNS
     style = "bold red" if table.title == tables.FAILED_CHUNKS_TITLE else "bold cyan"
     caption = None if table.note is None else safe_text(table.note)
-    out = Table(title=safe_text(table.title), header_style=style, caption=caption)
+    out = Table(title=table.title, header_style=style, caption=caption)
     for i, column in enumerate(table.columns):
         if key_value:
             out.add_column(
