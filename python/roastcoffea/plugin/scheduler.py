@@ -235,16 +235,17 @@ class RoastPlugin(SchedulerPlugin):
         """
         if self.sampler is None:
             return
-        if topic in self.scheduler.workers and isinstance(msg, dict):
-            if msg.get("action") == "closing-worker":
+        with self._guard("log_event"):
+            if topic == RECORDS_TOPIC:
+                self.aggregator.add_record(msg["worker"], msg["data"], time())
+                if self.sampler.live is not None:
+                    self.sampler.live.record(msg["data"])
+            elif (
+                isinstance(msg, dict)
+                and msg.get("action") == "closing-worker"
+                and topic in self.scheduler.workers
+            ):
                 self.sampler.departures.closing(topic, str(msg.get("reason")))
-            return
-        if topic != RECORDS_TOPIC:
-            return
-        with self._guard("record"):
-            self.aggregator.add_record(msg["worker"], msg["data"], time())
-            if self.sampler.live is not None:
-                self.sampler.live.record(msg["data"])
 
     def release_finished_groups(self) -> int:
         """Detach every finished task group from its span; returns how many.
