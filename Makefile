@@ -16,6 +16,9 @@ FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
 
 NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] native/include/roast/*.h plugin/*.[ch])
+# The editable install maps each module by name: a module added or removed
+# (a package directory's time changes) needs the install again.
+PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
 .PHONY: demo test test-loaded ctest pytest lint deps test-deps fuzz bench clean
 
@@ -50,7 +53,7 @@ $(VENV)/bin/python:
 
 # Build tools first (the editable install builds without isolation), then the
 # package with its test extras.
-$(VENV)/.installed: $(NATIVE_INPUTS) | deps $(VENV)/bin/python
+$(VENV)/.installed: $(NATIVE_INPUTS) $(PACKAGE_DIRS) | deps $(VENV)/bin/python
 	$(VPY) -m pip install -q --upgrade pip scikit-build-core
 	$(VPY) -m pip install -q --no-build-isolation -e ".[test]"
 	touch $@

@@ -3,7 +3,7 @@
 What it measures: for real 100,000-event chunks of the demo's synthetic NanoAOD, the time
 the chunk instrumentation itself takes, against the time of the processor's ``process``
 on the same chunk. The instrumentation is what ``@track_metrics`` runs around
-``process``: ``_Measure(events)`` before (events, metadata, RSS, the file's byte counter,
+``process``: ``Measure(events)`` before (events, metadata, RSS, the file's byte counter,
 the start of the access log) and ``finish()`` after (RSS, bytes, the branches read and
 their basket arithmetic, the TKey headers of those baskets read from the file, the
 chunk record). ``process`` is the demo's undecorated method, so its sections do nothing.
@@ -29,7 +29,7 @@ from common import data_dir, iqr, median, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
 from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
-from roastcoffea.instrument import _Measure
+from roastcoffea.instrument._measure import Measure
 from roastcoffea.records import drain_local_records
 
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             with uproot.open({str(path): None}) as file:
                 events = open_chunk(file, path, start, stop)
                 t0 = time.perf_counter()
-                measure = _Measure(events)
+                measure = Measure(events)
                 t1 = time.perf_counter()
                 process(processor, events)
                 t2 = time.perf_counter()

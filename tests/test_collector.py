@@ -23,7 +23,9 @@ from roast_testing import keys, wait_for
 from roastcoffea import MetricsCollector, _native, load_measurement, save_measurement
 from roastcoffea.demo.tasks import nap
 from roastcoffea.measurement import load_metadata, load_native
-from roastcoffea.plugin import stop
+from roastcoffea.plugin import LiveFeed, stop
+from roastcoffea.plugin._compat import topic_subscribers
+from roastcoffea.plugin.live import TOPIC
 from roastcoffea.records import encode_record
 from roastcoffea.report.live import LiveView
 from roastcoffea.report.summary import print_summary
@@ -47,6 +49,10 @@ def queue_chunk(events: int) -> bool:
 
 def tick(dask_scheduler: Any) -> None:
     dask_scheduler.plugins["roastcoffea"].tick()
+
+
+def live_subscribers(dask_scheduler: Any) -> int | None:
+    return topic_subscribers(dask_scheduler, TOPIC)
 
 
 def plugin_interval(dask_scheduler: Any) -> float | None:
@@ -297,7 +303,7 @@ def test_summary_of_an_empty_dictionary(capsys: Any) -> None:
 
 
 def test_live_view_rates_from_deltas() -> None:
-    view = LiveView(client=None)
+    view = LiveView(feed=None)
     worker = {"memory": 100.0, "cpu": 5.0}
     for events in (100, 300):
         delta = {"interval": 1.0, "tasks": 2, "erred": 0, "chunks": 1, "chunk_events": events}
@@ -315,11 +321,15 @@ def test_live_view_rates_from_deltas() -> None:
 
 def test_live_view_follows_the_stream(roast: Client) -> None:
     client = roast
-    view = LiveView(client)
+    view = LiveView(LiveFeed(client))
     assert view.start(), view.off_reason
     try:
+        # Subscribing is a message to the scheduler: the stream starts once it arrived.
+        subscribed = wait_for(
+            lambda: client.run_on_scheduler(live_subscribers), lambda n: n >= 1, timeout=15
+        )
+        assert subscribed >= 1
         client.run_on_scheduler(tick)  # the baseline of the stream
-        wait_for(lambda: view.deltas, lambda n: n >= 0, 1)
         run_naps(client, "live-view", n=10)
         client.gather(client.map(queue_chunk, [7, 5], pure=False))
         state = wait_for(
@@ -329,13 +339,28 @@ def test_live_view_follows_the_stream(roast: Client) -> None:
         )
         assert state["chunks"] == 2 and state["events"] == 12 and state["bytes"] == 2000
         assert state["workers"] == 2 and state["memory_bytes"] > 0
-        second = LiveView(client)
+        second = LiveView(LiveFeed(client))
         assert not second.start() and "another collector" in second.off_reason
     finally:
         view.stop()
-    third = LiveView(client)  # the client is free again
+    third = LiveView(LiveFeed(client))  # the client is free again
     assert third.start(), third.off_reason
     third.stop()
+
+
+def test_live_view_waits_for_the_users_own_handler(roast: Client) -> None:
+    client = roast
+    client.subscribe_topic(TOPIC, lambda event: None)
+    view = LiveView(LiveFeed(client))
+    try:
+        assert not view.start() and "already has a handler" in view.off_reason
+    finally:
+        client.unsubscribe_topic(TOPIC)
+    # distributed keeps the user's handler after unsubscribing; it no longer counts.
+    left = wait_for(lambda: client.run_on_scheduler(live_subscribers), lambda n: n == 0, 15)
+    assert left == 0
+    assert view.start(), view.off_reason
+    view.stop()
 
 
 # ---- measurements --------------------------------------------------------------------

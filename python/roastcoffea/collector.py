@@ -36,10 +36,8 @@ window.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -47,15 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import distributed
-from distributed.metrics import time as dask_time
 
 from roastcoffea import _native
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
-from roastcoffea.plugin import RoastPlugin, flush
-from roastcoffea.plugin._workers import PLUGIN_NAME
-from roastcoffea.plugin.scheduler import FLUSH_HANDLER, SNAPSHOT_HANDLER, check_interval
+from roastcoffea.plugin import LiveFeed
+from roastcoffea.plugin.scheduler import check_interval
+from roastcoffea.plugin.session import WINDOW_PAD, check_reachable, finish_session, open_session
 from roastcoffea.records import decode_records, drain_local_records, records_for_spans
 from roastcoffea.report.live import LiveView, is_terminal
 
@@ -71,60 +68,6 @@ SPAN_CONTEXTS = ("execute", "p2p")
 FLUSH_TIMEOUT = 10.0
 #: Seconds the exit waits for the scheduler to answer at all, before it flushes.
 PROBE_TIMEOUT = 5.0
-#: Padding of the collector's window: the series store times in milliseconds, so
-#: a sample taken at the window's edge may be stored up to a millisecond outside.
-WINDOW_PAD = 1e-3
-
-
-def _scheduler_tick(dask_scheduler: Any) -> dict[str, Any] | None:
-    """Run on the scheduler: one sampler pass now; the plugin's settings and clock.
-
-    Returns None when no running RoastPlugin is registered.
-    """
-    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
-    if plugin is None or getattr(plugin, "sampler", None) is None:
-        return None
-    plugin.tick()
-    return {"interval": plugin.interval, "live": plugin.live, "time": dask_time()}
-
-
-def _scheduler_clock(dask_scheduler: Any) -> float:
-    """Run on the scheduler: its clock (the exit's check that it answers)."""
-    return dask_time()
-
-
-def _scheduler_open(dask_scheduler: Any) -> dict[str, Any] | None:
-    """Run on the scheduler at a collector's entry: free finished task groups, then tick."""
-    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
-    if plugin is not None and getattr(plugin, "sampler", None) is not None:
-        plugin.release_finished_groups()
-    return _scheduler_tick(dask_scheduler)
-
-
-async def _scheduler_finish(
-    dask_scheduler: Any, span_id: str, t_from: float, t_to: float, timeout: float
-) -> dict[str, Any] | None:
-    """Run on the scheduler at a collector's exit: sample, flush, snapshot, in one round trip.
-
-    The sample brackets the block's window; the flush and the snapshot are the
-    plugin's own RPC handlers. Returns None when no running RoastPlugin is
-    registered.
-    """
-    tick = _scheduler_tick(dask_scheduler)
-    if tick is None:
-        return None
-    start = dask_time()
-    flushed = await dask_scheduler.handlers[FLUSH_HANDLER](timeout=timeout, since=t_from)
-    flush_seconds = dask_time() - start
-    t_to = max(t_to, tick["time"]) + WINDOW_PAD
-    data = dask_scheduler.handlers[SNAPSHOT_HANDLER](span_id=span_id, t_from=t_from, t_to=t_to)
-    return {
-        "time": tick["time"],
-        "t_to": t_to,
-        "flush": flushed,
-        "flush_seconds": flush_seconds,
-        "snapshot": data,
-    }
 
 
 def _check_client(client: Any) -> Any:
@@ -295,7 +238,7 @@ class MetricsCollector(AbstractContextManager):
         self.span_id = self._span_cm.__enter__()
         self.span_info = {"name": SPAN_NAME, "id": self.span_id, "context": self._span_cm}
         if self.live and is_terminal():
-            self.live_view = LiveView(self.client, title=f"roastcoffea: {SPAN_NAME}")
+            self.live_view = LiveView(LiveFeed(self.client), title=f"roastcoffea: {SPAN_NAME}")
             if not self.live_view.start():
                 self.notes.append(f"live view off: {self.live_view.off_reason}")
         return self
@@ -341,18 +284,9 @@ class MetricsCollector(AbstractContextManager):
 
     def _ensure_plugin(self) -> float | None:
         """Register RoastPlugin when absent; sample once. Returns the scheduler's clock."""
-        try:
-            info = self.client.run_on_scheduler(_scheduler_open)
-        except Exception as exc:
-            # e.g. distributed.scheduler.pickle disabled: registration still works.
-            self.notes.append(f"could not inspect the scheduler ({type(exc).__name__}: {exc})")
-            self.client.register_plugin(RoastPlugin(self.worker_tracking_interval))
+        info = open_session(self.client, self.worker_tracking_interval, self.notes)
+        if info is None:
             return None
-        if info is None:
-            self.client.register_plugin(RoastPlugin(self.worker_tracking_interval))
-            info = self.client.run_on_scheduler(_scheduler_open)
-        if info is None:
-            raise RuntimeError("RoastPlugin registered but not running on the scheduler")
         self.plugin_interval = info["interval"]
         if info["interval"] != self.worker_tracking_interval:
             self.notes.append(
@@ -372,53 +306,12 @@ class MetricsCollector(AbstractContextManager):
         if self.span_info is not None:
             self.span_info.pop("context", None)
 
-    def _check_reachable(self) -> None:
-        """Raise, saying why, when the scheduler cannot answer the exit's calls.
-
-        A closed client has no scheduler connection at all; a scheduler that
-        is gone would hold each call for Dask's connect timeout (30 s by
-        default), so one cheap call first must answer within PROBE_TIMEOUT.
-        """
-        status = getattr(self.client, "status", None)
-        if status in ("closing", "closed"):
-            raise RuntimeError("the client is closed: no snapshot of the block")
-        if status != "running":
-            raise RuntimeError(f"the client is not connected to the scheduler (status {status!r})")
-        answered = threading.Event()
-
-        def probe() -> None:
-            # An error is an answer too (e.g. pickled calls refused by the scheduler).
-            with contextlib.suppress(Exception):
-                self.client.run_on_scheduler(_scheduler_clock)
-            answered.set()
-
-        threading.Thread(target=probe, name="roastcoffea-probe", daemon=True).start()
-        if not answered.wait(PROBE_TIMEOUT):
-            raise RuntimeError(
-                f"the scheduler did not answer within {PROBE_TIMEOUT:g} s (is it gone?): "
-                "no snapshot of the block"
-            )
-
     def _take_snapshot(self) -> None:
-        """Sample, flush and snapshot in one scheduler call; the public RPCs as a fallback."""
+        """Sample, flush and snapshot in one scheduler call."""
         assert self.span_id is not None
         t_from, t_to = self._window
-        self._check_reachable()
-        try:
-            reply = self.client.run_on_scheduler(
-                _scheduler_finish,
-                span_id=self.span_id,
-                t_from=t_from,
-                t_to=t_to,
-                timeout=FLUSH_TIMEOUT,
-            )
-        except Exception as exc:  # e.g. distributed.scheduler.pickle disabled
-            self.notes.append(f"exit through the public RPCs ({type(exc).__name__}: {exc})")
-            reply = self._snapshot_by_rpc(t_from, t_to)
-        if reply is None:
-            raise RuntimeError(
-                "no running RoastPlugin on the scheduler (stopped during the block?)"
-            )
+        check_reachable(self.client, PROBE_TIMEOUT)
+        reply = finish_session(self.client, self.span_id, t_from, t_to, FLUSH_TIMEOUT, self.notes)
         self._window = (t_from, reply["t_to"])
         self._flush_seconds = reply["flush_seconds"]
         for address, message in reply["flush"].get("errors", {}).items():
@@ -431,18 +324,6 @@ class MetricsCollector(AbstractContextManager):
         self.snapshot_bytes = data
         self.snapshot = _native.decode_snapshot(data)
         self.span_ids = {self.span_id, *self.snapshot["spans"]}
-
-    def _snapshot_by_rpc(self, t_from: float, t_to: float) -> dict[str, Any]:
-        start = time.perf_counter()
-        flushed = flush(self.client, timeout=FLUSH_TIMEOUT, since=t_from)
-        flush_seconds = time.perf_counter() - start
-        data = self.client.sync(
-            getattr(self.client.scheduler, SNAPSHOT_HANDLER),
-            span_id=self.span_id,
-            t_from=float(t_from),
-            t_to=float(t_to),
-        )
-        return {"t_to": t_to, "flush": flushed, "flush_seconds": flush_seconds, "snapshot": data}
 
     def _select_records(self) -> None:
         assert self.snapshot is not None

@@ -1,15 +1,21 @@
 """Client-side calls to a running :class:`RoastPlugin`.
 
-Each function is one RPC to the scheduler's ``roastcoffea_*`` handlers; they
-need a synchronous ``distributed.Client``.
+:func:`flush`, :func:`snapshot` and :func:`stop` are each one RPC to the
+scheduler's ``roastcoffea_*`` handlers and need a synchronous
+``distributed.Client``; a :class:`LiveFeed` receives the deltas the plugin
+publishes while a client listens.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from roastcoffea import _native
+from roastcoffea.plugin._compat import topic_subscribed
+from roastcoffea.plugin.live import TOPIC
 from roastcoffea.plugin.scheduler import (
     DEFAULT_FLUSH_TIMEOUT,
     FLUSH_HANDLER,
@@ -138,3 +144,92 @@ def stop(client: Any) -> dict[str, Any]:
         When the plugin is not registered.
     """
     return _call(client, STOP_HANDLER)
+
+
+class LiveFeed:
+    """The deltas the plugin publishes while a client listens, for one handler per client.
+
+    A client holds one handler per topic, so one feed at a time may subscribe
+    on a client; the others are refused with a reason.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+
+    _lock = threading.Lock()
+    _clients: ClassVar[set[int]] = set()
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._subscribed = False
+
+    def subscribe(self, handler: Callable[[Any], None]) -> str | None:
+        """Call ``handler((timestamp, delta))`` for each delta the plugin publishes.
+
+        Parameters
+        ----------
+        handler : callable
+            Receives each event of the plugin's topic (see
+            :mod:`roastcoffea.plugin.live` for the delta's keys).
+
+        Returns
+        -------
+        str or None
+            None once subscribed; otherwise why not.
+        """
+        with self._lock:
+            if id(self.client) in self._clients:
+                return "another collector's live view is running on this client"
+            reason = self._foreign_handler()
+            if reason is not None:
+                return reason
+            self._clients.add(id(self.client))
+
+        def handle(event: Any) -> None:
+            handler(event)
+
+        handle._roastcoffea_live = True  # type: ignore[attr-defined]
+        try:
+            self.client.subscribe_topic(TOPIC, handle)
+        except Exception:
+            self._release()
+            raise
+        self._subscribed = True
+        return None
+
+    def unsubscribe(self) -> None:
+        """Stop the deltas :meth:`subscribe` asked for (a feed never subscribed does nothing)."""
+        if not self._subscribed:
+            return
+        self._subscribed = False
+        try:
+            self.client.unsubscribe_topic(TOPIC)
+            # distributed's unsubscribe_topic only tells the scheduler; the
+            # client would keep the handler and refuse the next subscription.
+            handlers = getattr(self.client, "_event_handlers", {})
+            if getattr(handlers.get(TOPIC), "_roastcoffea_live", False):
+                del handlers[TOPIC]
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            self._clients.discard(id(self.client))
+
+    def _foreign_handler(self) -> str | None:
+        """Why the user's own handler of the topic forbids ours, if it does."""
+        existing = getattr(self.client, "_event_handlers", {}).get(TOPIC)
+        if existing is None or getattr(existing, "_roastcoffea_live", False):
+            return None
+        try:
+            in_use = self.client.run_on_scheduler(_subscribed, client_id=self.client.id)
+        except Exception:  # e.g. pickled calls refused: assume it is in use
+            in_use = True
+        if in_use is False:  # unsubscribed, the handler merely left behind
+            return None
+        return f"the client already has a handler for topic {TOPIC!r}"
+
+
+def _subscribed(dask_scheduler: Any, client_id: str) -> bool | None:
+    return topic_subscribed(dask_scheduler, TOPIC, client_id)

@@ -1,7 +1,8 @@
 """The live view: a rich panel fed by the plugin's pushed deltas while a collector runs.
 
 The scheduler publishes one delta per sampler tick on the event topic
-``"roastcoffea"`` (see :mod:`roastcoffea.plugin.live`) while a client listens;
+``"roastcoffea"`` (see :mod:`roastcoffea.plugin.live`) while a client listens
+(:class:`roastcoffea.plugin.LiveFeed`);
 :class:`LiveView` subscribes, keeps running totals and the rates of the last
 few seconds, and draws them with :class:`rich.live.Live`. It runs only when
 stdout is a terminal; it never raises into the analysis (a failure to start
@@ -22,19 +23,12 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from roastcoffea.plugin.live import TOPIC
-
 logger = logging.getLogger(__name__)
 
 #: Seconds of deltas the rates are averaged over.
 RATE_WINDOW = 5.0
 #: Redraws per second.
 REFRESH_PER_SECOND = 2
-
-# Clients (by id) with an active view: a client has one handler per topic, so
-# concurrent collectors on one client share the first one's view.
-_active: set[int] = set()
-_active_lock = threading.Lock()
 
 
 def is_terminal() -> bool:
@@ -69,12 +63,16 @@ class LiveView:
 
     Parameters
     ----------
-    client : distributed.Client
+    feed : LiveFeed or None
+        Where the deltas come from: anything with ``subscribe(handler) ->
+        reason or None`` and ``unsubscribe()``, e.g.
+        :class:`roastcoffea.plugin.LiveFeed`; None for a view fed by
+        :meth:`receive` alone.
     title : str, default "roastcoffea"
     """
 
-    def __init__(self, client: Any, title: str = "roastcoffea") -> None:
-        self._client = client
+    def __init__(self, feed: Any, title: str = "roastcoffea") -> None:
+        self._feed = feed
         self._title = title
         self._lock = threading.Lock()
         self._recent: deque[dict[str, Any]] = deque()
@@ -96,19 +94,12 @@ class LiveView:
         bool
             False when the view stays off (``off_reason`` says why).
         """
-        key = id(self._client)
-        with _active_lock:
-            if key in _active:
-                self.off_reason = "another collector's live view is running on this client"
-                return False
-            existing = getattr(self._client, "_event_handlers", {}).get(TOPIC)
-            if existing is not None and not getattr(existing, "_roastcoffea_live", False):
-                self.off_reason = f"the client already has a handler for topic {TOPIC!r}"
-                return False
-            _active.add(key)
         try:
-            self._client.subscribe_topic(TOPIC, self._handler())
-            self._subscribed = True
+            if self._feed is not None:
+                self.off_reason = self._feed.subscribe(self.receive)
+                if self.off_reason is not None:
+                    return False
+                self._subscribed = True
             self._live = Live(
                 get_renderable=self.render,
                 console=_console(),
@@ -134,18 +125,9 @@ class LiveView:
         if self._subscribed:
             self._subscribed = False
             try:
-                self._client.unsubscribe_topic(TOPIC)
+                self._feed.unsubscribe()
             except Exception:
                 logger.debug("roastcoffea: unsubscribe failed", exc_info=True)
-        with _active_lock:
-            _active.discard(id(self._client))
-
-    def _handler(self) -> Any:
-        def handle(event: Any) -> None:
-            self.receive(event)
-
-        handle._roastcoffea_live = True  # type: ignore[attr-defined]
-        return handle
 
     # ---- data ----------------------------------------------------------------
 

@@ -1,0 +1,253 @@
+"""ROOT basket accounting: which baskets a chunk's entry range read, and their sizes.
+
+The sizes come from the TBranch metadata (fBasketBytes, fBasketSeek,
+fBasketEntry) and, for uncompressed sizes, from each basket's TKey header;
+nothing is decompressed.
+"""
+
+from __future__ import annotations
+
+import queue
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from roastcoffea.instrument._counters import COUNTERS
+
+#: Memory the basket indexes of recently read trees may use per process.
+MAX_TREE_INDEX_BYTES = 64 << 20
+#: (worker, span, file, tree) combinations remembered as having sent their
+#: ``file_metadata``; when full the memory is cleared and counted.
+MAX_FILES_SEEN = 65536
+#: ROOT TKey header: fNbytes, fVersion, fObjlen, fDatime, fKeylen (big-endian).
+TKEY_HEAD = struct.Struct(">ihiIh")
+
+
+class TreeIndex:
+    """Every basket of a tree as flat arrays, for per-chunk byte sums.
+
+    Built once per (file, tree) and process (walking ~1500 NanoAOD branches
+    costs tens of milliseconds; a chunk's sums then cost microseconds).
+    Basket ``i`` holds entries ``[starts[i], stops[i])`` in ``compressed[i]``
+    bytes (TKey included); ``seeks[i]`` is its file position, or -1 for an
+    embedded basket whose uncompressed size is ``embedded_uncompressed[i]``.
+    A basket's identity in a record is its seek (unique in the file), or
+    ``-(i + 1)`` for an embedded one (unique in the tree).
+    """
+
+    __slots__ = (
+        "branches",
+        "compressed",
+        "embedded_uncompressed",
+        "nbytes",
+        "seeks",
+        "starts",
+        "stops",
+        "tree_compressed",
+        "tree_uncompressed",
+    )
+
+    def __init__(self, tree: Any) -> None:
+        self.branches: dict[str, tuple[int, int]] = {}
+        columns: list[tuple[numpy.ndarray, ...]] = []
+        position = 0
+        for name, branch in tree.iteritems(recursive=True):
+            column = _branch_baskets(branch)
+            columns.append(column)
+            self.branches[name] = (position, position + len(column[0]))
+            position += len(column[0])
+        joined = [
+            numpy.concatenate([column[i] for column in columns])
+            if columns
+            else numpy.zeros(0, numpy.int64)
+            for i in range(5)
+        ]
+        self.starts, self.stops, self.compressed, self.seeks, self.embedded_uncompressed = joined
+        self.tree_compressed = int(tree.compressed_bytes)
+        self.tree_uncompressed = int(tree.uncompressed_bytes)
+        self.nbytes = sum(array.nbytes for array in joined) + 128 * len(self.branches)
+
+    def chunk_baskets(self, names: list[str], start: int, stop: int) -> tuple[ChunkBaskets, int]:
+        """The baskets of ``names`` overlapping ``[start, stop)``, and the range's size.
+
+        Returns
+        -------
+        baskets : ChunkBaskets
+            Those baskets, normal ones in file order, then embedded ones.
+        in_range : int
+            Compressed bytes of the baskets of every branch overlapping the range.
+
+        Raises
+        ------
+        KeyError
+            For a name that is not a branch of the tree.
+        """
+        overlap = (self.starts < stop) & (self.stops > start)
+        in_range = int(self.compressed[overlap].sum())
+        parts = [numpy.arange(*self.branches[name]) for name in names]
+        chosen = numpy.concatenate(parts) if parts else numpy.zeros(0, numpy.int64)
+        chosen = numpy.unique(chosen[overlap[chosen]])
+        seeks = self.seeks[chosen]
+        normal = chosen[seeks >= 0]
+        normal = normal[numpy.argsort(self.seeks[normal], kind="stable")]
+        embedded = chosen[seeks < 0]
+        return (
+            ChunkBaskets(
+                normal_seeks=self.seeks[normal].tolist(),
+                normal_compressed=self.compressed[normal].tolist(),
+                embedded_ids=(-(embedded + 1)).tolist(),
+                embedded_uncompressed=self.embedded_uncompressed[embedded].tolist(),
+            ),
+            in_range,
+        )
+
+
+class ChunkBaskets:
+    """The baskets one chunk read: normal ones by seek, embedded ones by identity."""
+
+    __slots__ = ("embedded_ids", "embedded_uncompressed", "normal_compressed", "normal_seeks")
+
+    def __init__(
+        self,
+        normal_seeks: list[int],
+        normal_compressed: list[int],
+        embedded_ids: list[int],
+        embedded_uncompressed: list[int],
+    ) -> None:
+        self.normal_seeks = normal_seeks
+        self.normal_compressed = normal_compressed
+        self.embedded_ids = embedded_ids
+        self.embedded_uncompressed = embedded_uncompressed
+
+    def record_fields(self, normal_uncompressed: list[int]) -> dict[str, Any]:
+        """The record's byte fields, given the normal baskets' uncompressed sizes."""
+        embedded = sum(self.embedded_uncompressed)
+        return {
+            "accessed_bytes": sum(self.normal_compressed),
+            "accessed_uncompressed_bytes": sum(normal_uncompressed) + embedded,
+            "accessed_embedded_bytes": embedded,
+            "accessed_baskets": {
+                "id": self.normal_seeks + self.embedded_ids,
+                "compressed": self.normal_compressed + [0] * len(self.embedded_ids),
+                "uncompressed": normal_uncompressed + self.embedded_uncompressed,
+            },
+        }
+
+
+def _embedded_size(basket: Any) -> int:
+    """The bytes an embedded basket holds, counted as a stored basket's fObjlen + fKeylen.
+
+    An embedded basket's fObjlen is its buffer's capacity, not its data. Its
+    data ends at fLast (key included); a jagged branch's entry offsets follow
+    as a counted array of fNevBuf + 1 ints, as ROOT writes them to a stored basket.
+    """
+    offsets = basket.byte_offsets
+    return int(basket.member("fLast")) + (0 if offsets is None else 4 * (len(offsets) + 1))
+
+
+def _branch_baskets(branch: Any) -> tuple[numpy.ndarray, ...]:
+    """``(starts, stops, compressed, seeks, embedded_uncompressed)`` of a branch."""
+    embedded = branch.embedded_baskets
+    n_normal = branch.num_baskets - len(embedded)
+    entries = numpy.asarray(branch.member("fBasketEntry")[: n_normal + 1], dtype=numpy.int64)
+    starts = [entries[:n_normal]]
+    stops = [entries[1 : n_normal + 1]]
+    compressed = [numpy.asarray(branch.member("fBasketBytes")[:n_normal], dtype=numpy.int64)]
+    seeks = [numpy.asarray(branch.member("fBasketSeek")[:n_normal], dtype=numpy.int64)]
+    uncompressed = [numpy.zeros(n_normal, numpy.int64)]
+    for number, basket in enumerate(embedded, start=n_normal):
+        first, last = branch.basket_entry_start_stop(number)
+        starts.append(numpy.array([first], numpy.int64))
+        stops.append(numpy.array([last], numpy.int64))
+        compressed.append(numpy.array([branch.basket_compressed_bytes(number)], numpy.int64))
+        seeks.append(numpy.array([-1], numpy.int64))
+        uncompressed.append(numpy.array([_embedded_size(basket)], numpy.int64))
+    return tuple(numpy.concatenate(c) for c in (starts, stops, compressed, seeks, uncompressed))
+
+
+class TreeIndexes:
+    """Least-recently-used :class:`TreeIndex` per (file, tree), bounded in bytes."""
+
+    def __init__(self, cap_bytes: int) -> None:
+        self.cap_bytes = cap_bytes
+        self._lock = threading.Lock()
+        self._indexes: OrderedDict[tuple[str, str], TreeIndex] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, file_key: str, treename: str, open_tree: Callable[[], Any]) -> TreeIndex:
+        """The index of a tree; ``open_tree()`` is called only to build it.
+
+        (Looking a tree up in its directory reads its key from the file each
+        time, a round trip on remote files.)
+        """
+        key = (file_key, treename)
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is not None:
+                self._indexes.move_to_end(key)
+                return index
+        index = TreeIndex(open_tree())
+        with self._lock:
+            if key not in self._indexes and index.nbytes <= self.cap_bytes:
+                self._indexes[key] = index
+                self._bytes += index.nbytes
+                while self._bytes > self.cap_bytes:
+                    _, old = self._indexes.popitem(last=False)
+                    self._bytes -= old.nbytes
+        return index
+
+
+class SeenFiles:
+    """(worker, span, file, tree) that already sent ``file_metadata``, bounded."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._lock = threading.Lock()
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def first(self, key: tuple[Any, ...]) -> bool:
+        with self._lock:
+            if key in self._seen:
+                return False
+            if len(self._seen) >= self.cap:
+                self._seen.clear()
+                COUNTERS.add("files_seen_resets")
+            self._seen.add(key)
+            return True
+
+
+TREE_INDEXES = TreeIndexes(MAX_TREE_INDEX_BYTES)
+FILES_SEEN = SeenFiles(MAX_FILES_SEEN)
+
+
+# --- basket arithmetic ----------------------------------------------------------
+
+
+def uncompressed_from_keys(source: Any, seeks: list[int], sizes: list[int]) -> list[int]:
+    """fObjlen + fKeylen of each normal basket's TKey, read in one request.
+
+    ``seeks`` and ``sizes`` are the baskets' positions and compressed sizes;
+    each TKey's fNbytes must equal the size the branch metadata gives.
+    uproot's ``basket_uncompressed_bytes`` reads the same header, one request
+    per basket (one round trip each on remote files).
+
+    Raises
+    ------
+    ValueError
+        If a header does not match its basket.
+    """
+    if not seeks:
+        return []
+    ranges = [(seek, seek + TKEY_HEAD.size) for seek in seeks]
+    chunks = source.chunks(ranges, notifications=queue.Queue())
+    sizes_out = []
+    for chunk, seek, size in zip(chunks, seeks, sizes, strict=True):
+        nbytes, _, objlen, _, keylen = TKEY_HEAD.unpack(bytes(chunk.raw_data[: TKEY_HEAD.size]))
+        if nbytes != size or objlen < 0 or keylen <= 0:
+            raise ValueError(f"the TKey at {seek} does not describe a basket of {size} bytes")
+        sizes_out.append(objlen + keylen)
+    return sizes_out

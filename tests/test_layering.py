@@ -1,0 +1,118 @@
+"""The rooms of the package keep to their walls (docs/architecture.md, "Layers").
+
+Read from the source, so a new file is checked the day it is added:
+
+- only ``plugin/`` imports ``distributed``'s modules or touches scheduler and
+  worker objects;
+- ``metrics/`` imports no Dask at all;
+- ``report/`` and ``plots/`` import no plugin module;
+- nothing outside ``plugin/`` imports a private name of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "roastcoffea"
+
+#: Names that reach into a running scheduler or worker (or the client's private state).
+DASK_OBJECTS = {
+    "dask_scheduler",
+    "dask_worker",
+    "get_worker",
+    "thread_state",
+    "handlers",
+    "plugins",
+    "run_on_scheduler",
+    "subscribe_topic",
+    "unsubscribe_topic",
+    "_event_handlers",
+    "get_annotations",
+}
+#: What code outside plugin/ may take from distributed: its public client API.
+PUBLIC_DISTRIBUTED = {"Client", "LocalCluster", "span"}
+
+
+def modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(), str(path))
+
+
+def imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:
+    """``(module, names)`` of every import statement, at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module, [alias.name for alias in node.names]
+
+
+def outside(room: str) -> list[tuple[str, ast.Module]]:
+    return [(name, tree) for name, tree in modules() if not name.startswith(room)]
+
+
+def test_the_source_is_found() -> None:
+    names = [name for name, _ in modules()]
+    assert "collector.py" in names and "plugin/scheduler.py" in names and len(names) > 40
+
+
+@pytest.mark.parametrize(("name", "tree"), outside("plugin/"), ids=lambda v: str(v)[:40])
+def test_only_plugin_touches_dask_objects(name: str, tree: ast.Module) -> None:
+    for module, names in imports(tree):
+        if module.startswith("distributed."):
+            pytest.fail(f"{name} imports {module}: Dask internals belong in plugin/")
+        if module == "distributed":
+            assert set(names) <= PUBLIC_DISTRIBUTED, f"{name} imports {names} from distributed"
+    for node in ast.walk(tree):
+        used = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        used = used or getattr(node, "arg", None)
+        assert used not in DASK_OBJECTS, f"{name}:{node.lineno} touches {used}"
+
+
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t in modules() if n.startswith("metrics/")],
+    ids=lambda v: str(v)[:40],
+)
+def test_metrics_import_no_dask(name: str, tree: ast.Module) -> None:
+    for module, _ in imports(tree):
+        assert module.split(".")[0] not in {"dask", "distributed"}, f"{name} imports {module}"
+
+
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t in modules() if n.startswith(("report/", "plots/"))],
+    ids=lambda v: str(v)[:40],
+)
+def test_report_and_plots_import_no_plugin(name: str, tree: ast.Module) -> None:
+    for module, names in imports(tree):
+        assert not module.startswith("roastcoffea.plugin"), f"{name} imports {module}"
+        if module == "roastcoffea":
+            assert "plugin" not in names and "RoastPlugin" not in names, name
+
+
+@pytest.mark.parametrize(("name", "tree"), outside("plugin/"), ids=lambda v: str(v)[:40])
+def test_no_private_name_of_plugin_outside(name: str, tree: ast.Module) -> None:
+    for module, names in imports(tree):
+        if not module.startswith("roastcoffea.plugin"):
+            continue
+        parts = module.split(".")[2:] + names
+        private = [part for part in parts if part.startswith("_")]
+        assert not private, f"{name} imports {private} of {module}"
+
+
+def test_the_checks_catch_a_leak() -> None:
+    leak = ast.parse(
+        "from distributed.worker import thread_state\n"
+        "from roastcoffea.plugin._workers import PLUGIN_NAME\n"
+        "x = dask_scheduler.handlers\n"
+    )
+    with pytest.raises(pytest.fail.Exception):
+        test_only_plugin_touches_dask_objects("leak.py", leak)
+    with pytest.raises(AssertionError):
+        test_no_private_name_of_plugin_outside("leak.py", leak)
