@@ -5,7 +5,6 @@
 
 #include <math.h>
 #include <string.h>
-#include <uthash.h>
 
 /* The strings of one conversion: each id becomes one Python str however
  * many rows name it. Slot `count` stands for ids the table does not know
@@ -71,20 +70,6 @@ static int put_f64(PyObject *dict, const char *name, double v)
 
 /* ---- task statistics ---------------------------------------------------- */
 
-static void stats_add(roast_task_stats *sum, const roast_task_stats *s)
-{
-    sum->transitions += s->transitions;
-    sum->tasks += s->tasks;
-    sum->erred += s->erred;
-    sum->compute_s += s->compute_s;
-    sum->transfer_s += s->transfer_s;
-    sum->output_bytes += s->output_bytes;
-    if (s->first_start != 0 && (sum->first_start == 0 || s->first_start < sum->first_start))
-        sum->first_start = s->first_start;
-    if (s->last_stop > sum->last_stop)
-        sum->last_stop = s->last_stop;
-}
-
 static int stats_into(PyObject *dict, const roast_task_stats *s)
 {
     return put_u64(dict, "transitions", s->transitions) < 0 ||
@@ -98,57 +83,41 @@ static int stats_into(PyObject *dict, const roast_task_stats *s)
                : 0;
 }
 
-/* Sums of task rows grouped by one id (prefix, worker or span), in order of
- * first appearance. */
-typedef struct group_entry {
-    roast_id id;
-    roast_task_stats sum;
-    UT_hash_handle hh;
-} group_entry;
-
 typedef struct task_walk {
     convert_ctx *ctx;
     PyObject *rows;
-    group_entry *by_prefix, *by_worker, *by_span;
 } task_walk;
 
-static int group_add(group_entry **groups, roast_id id, const roast_task_stats *s)
+typedef struct group_walk {
+    convert_ctx *ctx;
+    PyObject *dict;
+} group_walk;
+
+static int visit_group(void *arg, roast_id id, const roast_task_stats *sum)
 {
-    group_entry *e;
-    HASH_FIND(hh, *groups, &id, sizeof id, e);
-    if (!e) {
-        if (!(e = PyMem_Calloc(1, sizeof *e))) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        e->id = id;
-        HASH_ADD(hh, *groups, id, sizeof e->id, e);
-    }
-    stats_add(&e->sum, s);
-    return 0;
+    group_walk *w = arg;
+    PyObject *stats = PyDict_New();
+    PyObject *name = ctx_str(w->ctx, id);
+    int rc = !stats || !name || stats_into(stats, sum) < 0 ||
+                     PyDict_SetItem(w->dict, name, stats) < 0
+                 ? -1
+                 : 0;
+    Py_XDECREF(stats);
+    return rc;
 }
 
-static void groups_free(group_entry **groups)
+/* {name: stats} of the task rows summed by one field of their key. */
+static PyObject *groups_dict(convert_ctx *c, roast_task_field by)
 {
-    group_entry *e, *tmp;
-    HASH_ITER(hh, *groups, e, tmp) {
-        HASH_DEL(*groups, e);
-        PyMem_Free(e);
+    group_walk w = {c, PyDict_New()};
+    roast_status status;
+    if (w.dict && roast_agg_each_task_group(c->agg, by, visit_group, &w, &status) != 0)
+        Py_CLEAR(w.dict);
+    if (w.dict && status != ROAST_OK) {
+        Py_CLEAR(w.dict);
+        roastpy_raise(status, NULL);
     }
-}
-
-static PyObject *groups_dict(convert_ctx *c, group_entry *groups)
-{
-    PyObject *dict = PyDict_New();
-    for (group_entry *e = groups; dict && e; e = e->hh.next) {
-        PyObject *stats = PyDict_New();
-        PyObject *name = ctx_str(c, e->id);
-        if (!stats || !name || stats_into(stats, &e->sum) < 0 ||
-            PyDict_SetItem(dict, name, stats) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(stats);
-    }
-    return dict;
+    return w.dict;
 }
 
 static int visit_task(void *arg, const roast_task_key *key, const roast_task_stats *s)
@@ -161,10 +130,7 @@ static int visit_task(void *arg, const roast_task_key *key, const roast_task_sta
     int rc = !row || PyDict_SetItemString(row, "worker", worker) < 0 ||
                      PyDict_SetItemString(row, "span", span) < 0 ||
                      PyDict_SetItemString(row, "prefix", prefix) < 0 || stats_into(row, s) < 0 ||
-                     PyList_Append(w->rows, row) < 0 ||
-                     group_add(&w->by_prefix, key->prefix, s) < 0 ||
-                     group_add(&w->by_worker, key->worker, s) < 0 ||
-                     group_add(&w->by_span, key->span, s) < 0
+                     PyList_Append(w->rows, row) < 0
                  ? -1
                  : 0;
     Py_XDECREF(row);
@@ -174,18 +140,15 @@ static int visit_task(void *arg, const roast_task_key *key, const roast_task_sta
 /* Sets "tasks", "prefixes", "worker_tasks" and "span_tasks". */
 static int put_tasks(PyObject *out, convert_ctx *c)
 {
-    task_walk w = {c, PyList_New(0), NULL, NULL, NULL};
+    task_walk w = {c, PyList_New(0)};
     int rc = -1;
     if (w.rows && roast_agg_each_task(c->agg, visit_task, &w) == 0 &&
         PyDict_SetItemString(out, "tasks", w.rows) == 0 &&
-        put(out, "prefixes", groups_dict(c, w.by_prefix)) == 0 &&
-        put(out, "worker_tasks", groups_dict(c, w.by_worker)) == 0 &&
-        put(out, "span_tasks", groups_dict(c, w.by_span)) == 0)
+        put(out, "prefixes", groups_dict(c, ROAST_TASKS_BY_PREFIX)) == 0 &&
+        put(out, "worker_tasks", groups_dict(c, ROAST_TASKS_BY_WORKER)) == 0 &&
+        put(out, "span_tasks", groups_dict(c, ROAST_TASKS_BY_SPAN)) == 0)
         rc = 0;
     Py_XDECREF(w.rows);
-    groups_free(&w.by_prefix);
-    groups_free(&w.by_worker);
-    groups_free(&w.by_span);
     return rc;
 }
 

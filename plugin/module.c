@@ -1,4 +1,4 @@
-/* roastcoffea._native: module init, shared helpers and key_split.
+/* roastcoffea._native: module init, its state and key_split.
  *
  * key_split(key) answers exactly like dask.utils.key_split, exceptions
  * included. The Python-facing rules (bytes, tuples, hashing, the exceptions)
@@ -6,73 +6,16 @@
  * with CPython's own character classes. */
 #include "roastpy.h"
 
-#include <time.h>
-
 roastpy_names roastpy_n;
 
 /* The module-level key_split keeps its own cache and string table, separate
  * from any Aggregator: both are bounded (strings by KEYSPLIT_MAX_STRINGS,
- * cached keys by KEYSPLIT_CACHE_KEYS, dask's own LRU size); past the string
- * bound, answers are computed uncached. */
+ * cached keys by KEYSPLIT_CACHE_KEYS); past the string bound, answers are
+ * computed uncached. */
 #define KEYSPLIT_MAX_STRINGS (1u << 20)
-#define KEYSPLIT_CACHE_KEYS 100000u
 
 static roast_intern *keysplit_strings;
 static roast_keysplit_cache *keysplit_cache;
-
-double roastpy_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int roastpy_intern(roast_intern *strings, PyObject *str, roast_id *id)
-{
-    if (!PyUnicode_Check(str)) {
-        PyErr_Format(PyExc_TypeError, "expected str, not %.100s", Py_TYPE(str)->tp_name);
-        return -1;
-    }
-    Py_ssize_t len;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(str, &len);
-    if (!utf8)
-        return -1;
-    roast_status st = roast_intern_put(strings, utf8, (size_t)len, id);
-    if (st == ROAST_EFULL)
-        return 1;
-    if (st != ROAST_OK) {
-        roastpy_raise(st, NULL);
-        return -1;
-    }
-    return 0;
-}
-
-PyObject *roastpy_raise(roast_status status, const char *msg)
-{
-    if (!msg || !*msg)
-        msg = roast_status_str(status);
-    switch (status) {
-    case ROAST_ENOMEM:
-        return PyErr_NoMemory();
-    case ROAST_EIO:
-        PyErr_SetString(PyExc_OSError, msg);
-        return NULL;
-    case ROAST_EFULL:
-    case ROAST_OK:
-        PyErr_SetString(PyExc_RuntimeError, msg);
-        return NULL;
-    case ROAST_EINVAL:
-    case ROAST_EMALFORMED:
-        break;
-    }
-    PyErr_SetString(PyExc_ValueError, msg);
-    return NULL;
-}
-
-PyObject *roastpy_str(roast_str s)
-{
-    return PyUnicode_DecodeUTF8(s.ptr, (Py_ssize_t)s.len, "replace");
-}
 
 /* ---- key_split of a str that has no UTF-8 form ---------------------------
  * A str holding a lone surrogate cannot be handed to native code as UTF-8;
@@ -281,19 +224,21 @@ static PyMethodDef module_methods[] = {
      "key_split(key) -> str\n\nThe task prefix of a Dask key; equals dask.utils.key_split(key),\n"
      "exceptions included."},
     {"decode_snapshot", mod_decode_snapshot, METH_O,
-     "decode_snapshot(data: bytes) -> dict\n\nA snapshot as Python data; ValueError when "
+     "decode_snapshot(data: bytes) -> dict\n\nA snapshot as Python data; DecodeError when "
      "malformed."},
     {"decode_payload", mod_decode_payload, METH_O,
-     "decode_payload(data: bytes) -> dict\n\nA worker payload as Python data; ValueError when "
+     "decode_payload(data: bytes) -> dict\n\nA worker payload as Python data; DecodeError when "
      "malformed."},
     {"state_from_json", mod_state_from_json, METH_O,
      "state_from_json(text: str | bytes) -> dict\n\nA native state file as snapshot data; "
-     "ValueError when malformed."},
+     "DecodeError when malformed."},
     {"snapshot_to_state_json", roastpy_snapshot_to_state_json, METH_O,
      "snapshot_to_state_json(data: bytes) -> str\n\nThe native state file text of a snapshot "
-     "(what a saved measurement keeps); ValueError when malformed."},
+     "(what a saved measurement keeps); DecodeError when malformed."},
     {NULL, NULL, 0, NULL},
 };
+
+static void module_free(void *module);
 
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
@@ -302,6 +247,7 @@ static struct PyModuleDef native_module = {
              "tracker, wire decoders and Dask's key_split.",
     .m_size = -1,
     .m_methods = module_methods,
+    .m_free = module_free,
 };
 
 static PyObject *intern_name(const char *s)
@@ -339,6 +285,51 @@ static int names_init(void)
                : -1;
 }
 
+static void names_clear(void)
+{
+    roastpy_names *n = &roastpy_n;
+    for (int i = 1; i < ROAST_STATE_COUNT; i++)
+        Py_CLEAR(n->state[i]);
+    PyObject **each[] = {&n->worker, &n->startstops, &n->nbytes, &n->action,
+                         &n->start,  &n->stop,       &n->compute, &n->transfer,
+                         &n->group,  &n->span_id,    &n->other,   &n->dash};
+    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
+        Py_CLEAR(*each[i]);
+}
+
+/* The module's state lives in statics (the hook reads the names without a
+ * module lookup); released when the interpreter frees the module. */
+static void module_free(void *module)
+{
+    (void)module;
+    names_clear();
+    Py_CLEAR(roastpy_DecodeError);
+    roast_keysplit_cache_free(keysplit_cache);
+    keysplit_cache = NULL;
+    roast_intern_free(keysplit_strings);
+    keysplit_strings = NULL;
+}
+
+/* SERIES_COLUMNS: the series columns in roast_column order, the one list
+ * the Python side reads them from. */
+static int add_series_columns(PyObject *module)
+{
+    PyObject *names = PyTuple_New(ROAST_NCOLS);
+    for (Py_ssize_t i = 0; names && i < ROAST_NCOLS; i++) {
+        PyObject *name = PyUnicode_InternFromString(roast_column_names[i]);
+        if (!name) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (!names)
+        return -1;
+    int rc = PyModule_AddObjectRef(module, "SERIES_COLUMNS", names);
+    Py_DECREF(names);
+    return rc;
+}
+
 static int add_type(PyObject *module, PyTypeObject *type, const char *name)
 {
     if (PyType_Ready(type) < 0)
@@ -355,8 +346,19 @@ PyMODINIT_FUNC PyInit__native(void);
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (!roastpy_n.worker && names_init() < 0)
+    if (!roastpy_n.worker && names_init() < 0) {
+        names_clear();
         return NULL;
+    }
+    if (!roastpy_DecodeError) {
+        roastpy_DecodeError = PyErr_NewExceptionWithDoc(
+            "roastcoffea.DecodeError",
+            "Bytes or text from outside (a snapshot, a worker payload, a state file)\n"
+            "do not match their format. A ValueError.",
+            PyExc_ValueError, NULL);
+        if (!roastpy_DecodeError)
+            return NULL;
+    }
     if (!keysplit_strings) {
         keysplit_strings = roast_intern_new(KEYSPLIT_MAX_STRINGS);
         keysplit_cache = roast_keysplit_cache_new(KEYSPLIT_CACHE_KEYS, &roastpy_charclass);
@@ -368,6 +370,8 @@ PyMODINIT_FUNC PyInit__native(void)
         return NULL;
     if (add_type(module, &roastpy_AggregatorType, "Aggregator") < 0 ||
         add_type(module, &roastpy_DigestTrackerType, "DigestTracker") < 0 ||
+        PyModule_AddObjectRef(module, "DecodeError", roastpy_DecodeError) < 0 ||
+        add_series_columns(module) < 0 ||
         PyModule_AddIntConstant(module, "WIRE_VERSION", ROAST_WIRE_VERSION) < 0) {
         Py_DECREF(module);
         return NULL;

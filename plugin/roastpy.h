@@ -1,11 +1,7 @@
 /* roastpy: private declarations shared by the files of the extension
  * roastcoffea._native. Only plugin/ includes Python.h; native/ stays pure C.
  *
- * Layout: module.c (module init, key_split, interned names), charclass.c
- * (Unicode classes for keysplit), aggregator.c (Aggregator and its transition
- * hook), span_lookup.c (the span of a finished task), tracker.c
- * (DigestTracker, worker side), convert.c (native tables -> Python data),
- * decode.c (the module-level decoders). */
+ * The files and their jobs: plugin/README.md. */
 #ifndef ROASTPY_H
 #define ROASTPY_H
 
@@ -37,6 +33,13 @@ typedef struct roastpy_names {
 
 extern roastpy_names roastpy_n;
 
+/* roastcoffea.DecodeError (a ValueError): outside bytes that do not match
+ * their format. */
+extern PyObject *roastpy_DecodeError;
+
+/* Keys each key_split cache holds: dask's own key_split LRU size. */
+#define KEYSPLIT_CACHE_KEYS 100000u
+
 extern PyTypeObject roastpy_AggregatorType;
 extern PyTypeObject roastpy_DigestTrackerType;
 
@@ -48,7 +51,8 @@ double roastpy_now(void);
  * at its bound (the table counted the overflow; no exception). */
 int roastpy_intern(roast_intern *strings, PyObject *str, roast_id *id);
 
-/* Raises the Python exception matching a failed native status. msg (may be
+/* roastpy.c: raises the Python exception matching a failed native status
+ * (DecodeError for malformed input). msg (may be
  * NULL or empty) is the native message; the status text is used without it.
  * Always returns NULL. */
 PyObject *roastpy_raise(roast_status status, const char *msg);

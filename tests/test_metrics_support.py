@@ -10,6 +10,7 @@ import itertools
 import math
 from typing import Any
 
+from roastcoffea import _native
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 
 #: The collector's span, and a span of someone else's work on the same cluster.
@@ -20,22 +21,7 @@ OTHER_SPAN = "span-other"
 T0 = 1_700_000_000.0
 
 #: Series columns in roast_column order.
-COLUMNS = (
-    "memory",
-    "memory_limit",
-    "nthreads",
-    "processing",
-    "executing",
-    "managed",
-    "occupancy",
-    "cpu",
-    "spilled",
-    "net_read",
-    "net_write",
-    "disk_read",
-    "disk_write",
-    "last_seen",
-)
+COLUMNS = _native.SERIES_COLUMNS
 
 W1 = "tcp://10.0.0.1:1234"
 W2 = "tcp://10.0.0.2:1234"

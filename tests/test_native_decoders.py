@@ -17,7 +17,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from roastcoffea import _native
+from roastcoffea import DecodeError, _native
 
 Aggregator = _native.Aggregator
 DigestTracker = _native.DigestTracker
@@ -83,7 +83,8 @@ DECODERS: dict[str, tuple[Callable[[Any], Any], Callable[[], bytes]]] = {
 
 
 def assert_value_error(decode: Callable[[Any], Any], data: Any) -> str:
-    with pytest.raises(ValueError) as info:
+    """Refused with roastcoffea.DecodeError (a ValueError), saying why."""
+    with pytest.raises(DecodeError) as info:
         decode(data)
     message = str(info.value)
     assert message.strip(), f"empty message for {data!r:.80}"

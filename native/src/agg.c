@@ -350,17 +350,7 @@ void roast_agg_sum_tasks(const roast_agg *agg, const roast_task_key *match, roas
             !key_matches(match->span, row->key.span) ||
             !key_matches(match->prefix, row->key.prefix))
             continue;
-        const roast_task_stats *s = &row->stats;
-        out->transitions += s->transitions;
-        out->tasks += s->tasks;
-        out->erred += s->erred;
-        out->compute_s += s->compute_s;
-        out->transfer_s += s->transfer_s;
-        out->output_bytes += s->output_bytes;
-        if (s->first_start != 0 && (out->first_start == 0 || s->first_start < out->first_start))
-            out->first_start = s->first_start;
-        if (s->last_stop > out->last_stop)
-            out->last_stop = s->last_stop;
+        roast_task_stats_add(out, &row->stats);
     }
 }
 

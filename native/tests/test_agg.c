@@ -108,6 +108,53 @@ static int collect_task(void *ctx, const roast_task_key *key, const roast_task_s
     return l->n == 3 ? 7 : 0;
 }
 
+typedef struct group_list {
+    roast_id ids[8];
+    roast_task_stats sums[8];
+    size_t n;
+} group_list;
+
+static int collect_group(void *ctx, roast_id id, const roast_task_stats *sum)
+{
+    group_list *l = ctx;
+    l->ids[l->n] = id;
+    l->sums[l->n++] = *sum;
+    return 0;
+}
+
+/* Groups follow first appearance and sum like roast_agg_sum_tasks. */
+static void test_task_groups(void)
+{
+    roast_agg *agg = roast_agg_new(NULL, 0);
+    roast_id w1 = put(agg, "w1"), w2 = put(agg, "w2"), s = put(agg, "s"), p = put(agg, "p"),
+             q = put(agg, "q");
+    roast_event evs[] = {
+        done_event(w2, s, q, 5, 6, 10), done_event(w1, s, p, 1, 4, 20),
+        done_event(w1, ROAST_ID_EMPTY, p, 2, 3, 30), done_event(w2, s, p, 3, 9, 40),
+    };
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        CHECK(roast_agg_apply(agg, &evs[i]) == ROAST_OK);
+    roast_status status;
+    group_list by_prefix = {0}, by_worker = {0}, by_span = {0};
+    CHECK(roast_agg_each_task_group(agg, ROAST_TASKS_BY_PREFIX, collect_group, &by_prefix,
+                                    &status) == 0 && status == ROAST_OK);
+    CHECK(roast_agg_each_task_group(agg, ROAST_TASKS_BY_WORKER, collect_group, &by_worker,
+                                    &status) == 0 && status == ROAST_OK);
+    CHECK(roast_agg_each_task_group(agg, ROAST_TASKS_BY_SPAN, collect_group, &by_span,
+                                    &status) == 0 && status == ROAST_OK);
+    CHECK_EQ_U(by_prefix.n, 2);
+    CHECK(by_prefix.ids[0] == q && by_prefix.ids[1] == p);
+    CHECK_EQ_U(by_prefix.sums[1].tasks, 3);
+    CHECK_EQ_U(by_prefix.sums[1].output_bytes, 90);
+    CHECK_EQ_D(by_prefix.sums[1].first_start, 1);
+    CHECK_EQ_D(by_prefix.sums[1].last_stop, 9);
+    CHECK(by_worker.n == 2 && by_worker.ids[0] == w2 && by_worker.ids[1] == w1);
+    CHECK_EQ_U(by_worker.sums[0].output_bytes, 50);
+    CHECK(by_span.n == 2 && by_span.ids[0] == s && by_span.ids[1] == ROAST_ID_EMPTY);
+    CHECK_EQ_D(by_span.sums[0].compute_s, 1 + 3 + 6);
+    roast_agg_free(agg);
+}
+
 static void test_task_order_cap_and_sum(void)
 {
     roast_agg_limits lim;
@@ -499,6 +546,7 @@ int main(void)
     RUN(test_defaults);
     RUN(test_apply_tasks);
     RUN(test_task_order_cap_and_sum);
+    RUN(test_task_groups);
     RUN(test_workers_and_beats);
     RUN(test_digests_and_incarnation_base);
     RUN(test_spans);

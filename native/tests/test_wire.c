@@ -414,7 +414,7 @@ static void test_ingest(void)
     bool flush = true;
 
     sample_payload(&buf, "Worker-1", 1, 0, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 150.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 150.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     const roast_worker_info *w = roast_agg_worker(agg, a);
     CHECK(w != NULL);
@@ -438,29 +438,29 @@ static void test_ingest(void)
     CHECK_EQ_D(v, 0.125);
 
     /* the same beat read again is stale: nothing changes */
-    CHECK(roast_wire_ingest_payload(agg, a, 151.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 151.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->payloads, 1);
     CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3);
 
     /* contiguous, then a gap that asks for a flush */
     sample_payload(&buf, "Worker-1", 2, 1, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 152.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 152.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3); /* records already seen */
     sample_payload(&buf, "Worker-1", 9, 5, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 153.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 153.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->gaps, 1);
     sample_payload(&buf, "Worker-1", 10, 0, true);
-    CHECK(roast_wire_ingest_payload(agg, a, 154.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 154.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->flushes, 1);
 
     /* malformed: counted, and nothing changes */
     roast_agg_counters before = *roast_agg_counters_get(agg);
     char *bad = exact_copy(buf.data, buf.len - 1);
-    CHECK(roast_wire_ingest_payload(agg, a, 155.0, bad, buf.len - 1, &flush, err, sizeof err) == ROAST_EMALFORMED);
+    CHECK(roast_agg_ingest_payload(agg, a, 155.0, bad, buf.len - 1, &flush, err, sizeof err) == ROAST_EMALFORMED);
     free(bad);
     CHECK(strncmp(err, "payload: ", 9) == 0);
     CHECK_EQ_U(roast_agg_counters_get(agg)->payload_errors, 1);
@@ -469,7 +469,7 @@ static void test_ingest(void)
 
     /* a restarted process: values add to the old ones, records number anew */
     sample_payload(&buf, "Worker-2", 1, 0, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 160.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 160.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->restarts, 1);
     CHECK(roast_agg_digest(agg, &k, &v));
@@ -490,8 +490,8 @@ static void test_ingest_refused_at_worker_cap(void)
     roast_buf buf = {0};
     bool flush;
     sample_payload(&buf, "W", 1, 0, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 1.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
-    CHECK(roast_wire_ingest_payload(agg, b, 1.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_EFULL);
+    CHECK(roast_agg_ingest_payload(agg, a, 1.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, b, 1.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_EFULL);
     CHECK(roast_agg_worker(agg, b) == NULL);
     CHECK_EQ_U(roast_agg_counters_get(agg)->rows_refused, 1);
     CHECK_EQ_U(roast_agg_counters_get(agg)->payloads, 1);
@@ -530,9 +530,9 @@ static roast_agg *rich_agg(size_t series_cap, int samples)
     roast_buf buf = {0};
     bool flush;
     sample_payload(&buf, "Worker-1", 1, 0, false);
-    CHECK(roast_wire_ingest_payload(agg, a, 1010.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, a, 1010.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
     sample_payload(&buf, "Worker-2", 4, 2, false);
-    CHECK(roast_wire_ingest_payload(agg, b, 1011.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
+    CHECK(roast_agg_ingest_payload(agg, b, 1011.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
     roast_buf_free(&buf);
     roast_digest_key k = {a, put(agg, "execute"), s3, put(agg, "x"), put(agg, "nan-act"), 0};
     CHECK(roast_agg_set_digest(agg, &k, 0, NAN) == ROAST_OK);

@@ -18,6 +18,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from roastcoffea._native import DecodeError
 from roastcoffea.instrument import (
     BaseInstrumentationContext,
     track_bytes,
@@ -63,6 +64,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BaseInstrumentationContext",
+    "DecodeError",
     "MetricsCollector",
     "RoastPlugin",
     "__version__",

@@ -40,6 +40,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from roastcoffea._native import DecodeError
+
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1
 METRICS_FORMAT = "roastcoffea-metrics"
@@ -140,14 +142,14 @@ def _hashable(value: Any, where: str) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise ValueError(f"{where}: a dict key or set item is unhashable") from None
+        raise DecodeError(f"{where}: a dict key or set item is unhashable") from None
     return value
 
 
 def _decode_float(text: Any, where: str) -> float:
     floats = {"nan": math.nan, "-nan": -math.nan, "inf": math.inf, "-inf": -math.inf}
     if text not in floats:
-        raise ValueError(f"{where}: unknown $float value {text!r}")
+        raise DecodeError(f"{where}: unknown $float value {text!r}")
     return floats[text]
 
 
@@ -160,7 +162,7 @@ def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
         out = {}
         for i, pair in enumerate(body):
             if not (isinstance(pair, list) and len(pair) == 2):
-                raise ValueError(f"{where}[{i}]: expected a [key, value] pair")
+                raise DecodeError(f"{where}[{i}]: expected a [key, value] pair")
             key = _hashable(_decode(pair[0], f"{where}[{i}]", depth), f"{where}[{i}]")
             out[key] = _decode(pair[1], f"{where}[{key!r}]", depth)
         return out
@@ -176,13 +178,13 @@ def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
         if tag == "$bytes" and isinstance(body, str):
             return base64.b64decode(body.encode("ascii"), validate=True)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise ValueError(f"{where}: bad {tag} value: {exc}") from None
-    raise ValueError(f"{where}: unknown or malformed tag {tag!r}")
+        raise DecodeError(f"{where}: bad {tag} value: {exc}") from None
+    raise DecodeError(f"{where}: unknown or malformed tag {tag!r}")
 
 
 def _decode(value: Any, where: str, depth: int = 0) -> Any:
     if isinstance(value, (list, dict)) and depth >= MAX_DEPTH:
-        raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        raise DecodeError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, list):
         return [_decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -434,11 +436,11 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc})") from None
+        raise DecodeError(f"{path}: not UTF-8 text ({exc})") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: truncated or not JSON ({exc})") from None
+        raise DecodeError(f"{path}: truncated or not JSON ({exc})") from None
     except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply to read") from None
+        raise DecodeError(f"{path}: JSON nested too deeply to read") from None
 
 
 def _read_times(path: Path) -> tuple[float, float]:
@@ -448,24 +450,26 @@ def _read_times(path: Path) -> tuple[float, float]:
     parts = text.split(",")
     try:
         if len(parts) != 2:
-            raise ValueError
+            raise DecodeError
         t0, t1 = float(parts[0]), float(parts[1])
     except ValueError:
-        raise ValueError(f"{path}: invalid timing format, expected 't0,t1', got {text!r}") from None
+        raise DecodeError(
+            f"{path}: invalid timing format, expected 't0,t1', got {text!r}"
+        ) from None
     return t0, t1
 
 
 def _check_format(path: Path, data: Any, expected: str, version_key: str) -> None:
     found = data.get("format") if isinstance(data, dict) else None
     if found != expected:
-        raise ValueError(
+        raise DecodeError(
             f"{path}: not a roastcoffea file (format {found!r}, expected {expected!r})"
         )
     got = data.get(version_key)
     if isinstance(got, bool) or not isinstance(got, int) or got < 1:
-        raise ValueError(f"{path}: {version_key} missing or not a positive integer (got {got!r})")
+        raise DecodeError(f"{path}: {version_key} missing or not a positive integer (got {got!r})")
     if got > SCHEMA_VERSION:
-        raise ValueError(
+        raise DecodeError(
             f"{path}: written by a newer roastcoffea ({version_key} {got}); "
             f"this one reads up to {SCHEMA_VERSION}"
         )
@@ -480,7 +484,7 @@ def _load_metadata(directory: Path) -> dict[str, Any]:
     try:
         return from_tagged_json(data)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise DecodeError(f"{path}: {exc}") from None
 
 
 def load_metadata(measurement_path: Path | str) -> dict[str, Any]:
@@ -531,17 +535,17 @@ def load_measurement(measurement_path: Path | str) -> tuple[dict[str, Any], floa
     data = _read_json(path)
     if metadata.get("format") == LEGACY_FORMAT:
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a JSON object of metrics")
+            raise DecodeError(f"{path}: expected a JSON object of metrics")
         return data, t0, t1
     _check_format(path, data, METRICS_FORMAT, "version")
     if not isinstance(data.get("metrics"), dict):
-        raise ValueError(f"{path}: 'metrics' missing or not an object")
+        raise DecodeError(f"{path}: 'metrics' missing or not an object")
     try:
         metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise DecodeError(f"{path}: {exc}") from None
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
-        raise ValueError(
+        raise DecodeError(
             f"{directory / TIMES_FILE}: times {t0!r},{t1!r} disagree with "
             f"{METADATA_FILE} ({metadata.get('t0')!r},{metadata.get('t1')!r})"
         )
@@ -568,7 +572,7 @@ def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
     if name is None:
         return None
     if name not in (NATIVE_STATE_FILE, NATIVE_SNAPSHOT_FILE):
-        raise ValueError(f"{directory / METADATA_FILE}: unknown native_file {name!r}")
+        raise DecodeError(f"{directory / METADATA_FILE}: unknown native_file {name!r}")
     path = directory / name
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing (named by {METADATA_FILE})")
@@ -577,4 +581,4 @@ def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
             return _native.state_from_json(path.read_bytes())
         return _native.decode_snapshot(path.read_bytes())
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise DecodeError(f"{path}: {exc}") from None

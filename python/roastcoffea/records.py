@@ -105,6 +105,8 @@ from typing import Any
 import msgpack
 import numpy
 
+from roastcoffea._native import DecodeError
+
 #: Version of the record maps this module writes and reads.
 RECORD_VERSION = 1
 
@@ -169,7 +171,7 @@ def decode_record(data: bytes) -> dict[str, Any]:
     try:
         record = msgpack.unpackb(bytes(data), raw=False, use_list=True, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types
-        raise ValueError(f"record is not valid msgpack: {exc}") from None
+        raise DecodeError(f"record is not valid msgpack: {exc}") from None
     if not isinstance(record, dict):
         raise ValueError(f"record is a {type(record).__name__}, not a map")
     kind = record.get("kind")

@@ -241,4 +241,29 @@ size_t roast_agg_record_bytes(const roast_agg *agg);
 #define ROAST_AGG_ANY ((roast_id)0xFFFFFFFFu)
 void roast_agg_sum_tasks(const roast_agg *agg, const roast_task_key *match, roast_task_stats *out);
 
+/* agg_groups.c: adds s into sum (counts and seconds add; the earliest start
+ * and the latest stop are kept). */
+void roast_task_stats_add(roast_task_stats *sum, const roast_task_stats *s);
+
+/* The task rows summed by one field of their key, visited in order of first
+ * appearance (a nonzero return stops the walk and is returned). *status is
+ * ROAST_ENOMEM when the sums could not be built (nothing visited), else
+ * ROAST_OK. */
+typedef enum { ROAST_TASKS_BY_PREFIX, ROAST_TASKS_BY_WORKER, ROAST_TASKS_BY_SPAN } roast_task_field;
+typedef int (*roast_task_group_visitor)(void *ctx, roast_id id, const roast_task_stats *sum);
+int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
+                              roast_task_group_visitor visit, void *ctx, roast_status *status);
+
+/* agg_ingest.c: Decodes and applies a payload from the worker at address: header through
+ * roast_agg_worker_beat, digests through roast_agg_set_digest, records
+ * through roast_agg_add_record. A malformed payload changes nothing and
+ * counts a payload error (ROAST_EMALFORMED, message in err). The worker row
+ * is created (roast_agg_worker_seen, empty name) if absent; when it or the
+ * incarnation string cannot be stored, nothing is applied (ROAST_EFULL, the
+ * refusal counted by the agg). Digests and records refused at a bound are
+ * counted and skipped; the payload still returns ROAST_OK. err may be NULL. */
+roast_status roast_agg_ingest_payload(roast_agg *agg, roast_id address, double now,
+                                      const char *data, size_t len, bool *needs_flush, char *err,
+                                      size_t errcap);
+
 #endif

@@ -74,18 +74,6 @@ roast_status roast_wire_decode_payload(const char *data, size_t len, roast_paylo
 const roast_payload *roast_payload_view(const roast_payload_decoded *decoded);
 void roast_payload_decoded_free(roast_payload_decoded *decoded);
 
-/* Decodes and applies a payload from the worker at address: header through
- * roast_agg_worker_beat, digests through roast_agg_set_digest, records
- * through roast_agg_add_record. A malformed payload changes nothing and
- * counts a payload error (ROAST_EMALFORMED, message in err). The worker row
- * is created (roast_agg_worker_seen, empty name) if absent; when it or the
- * incarnation string cannot be stored, nothing is applied (ROAST_EFULL, the
- * refusal counted by the agg). Digests and records refused at a bound are
- * counted and skipped; the payload still returns ROAST_OK. err may be NULL. */
-roast_status roast_wire_ingest_payload(roast_agg *agg, roast_id address, double now,
-                                       const char *data, size_t len, bool *needs_flush,
-                                       char *err, size_t errcap);
-
 /* What a snapshot keeps. spans (nspans ids; NULL = all) filters the task and
  * digest rows that carry a span (rows without span are kept only when
  * spans is NULL); series points are kept when they overlap [t_from, t_to]

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool flush;
     if (!agg || roast_intern_put(roast_agg_strings(agg), "tcp://w:1", 9, &address) != ROAST_OK)
         abort();
-    roast_status st = roast_wire_ingest_payload(agg, address, 1.0, (const char *)data, size, &flush,
+    roast_status st = roast_agg_ingest_payload(agg, address, 1.0, (const char *)data, size, &flush,
                                                 err, sizeof err);
     if (st != ROAST_OK && st != ROAST_EFULL)
         abort();

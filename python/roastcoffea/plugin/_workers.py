@@ -6,6 +6,7 @@ import asyncio
 import math
 from typing import Any
 
+from roastcoffea import _native
 from roastcoffea.plugin._loader import UNMONITORED
 
 #: Metric name of the worker payload in ``worker.metrics`` / ``ws.metrics``,
@@ -19,22 +20,7 @@ WORKER_STATE_HANDLER = "roastcoffea_worker_state"
 RECORDS_TOPIC = "roastcoffea-records"
 
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
-COLUMNS = (
-    "memory",
-    "memory_limit",
-    "nthreads",
-    "processing",
-    "executing",
-    "managed",
-    "occupancy",
-    "cpu",
-    "spilled",
-    "net_read",
-    "net_write",
-    "disk_read",
-    "disk_write",
-    "last_seen",
-)
+COLUMNS: tuple[str, ...] = _native.SERIES_COLUMNS
 
 
 def _number(value: Any) -> float | None:

@@ -1,0 +1,77 @@
+/* agg_groups: task rows summed by one field of their key (the prefix, worker
+ * and span totals of a snapshot), in order of first appearance. */
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "roast/agg.h"
+
+typedef struct group {
+    roast_id id;
+    roast_task_stats sum;
+    UT_hash_handle hh;
+} group;
+
+typedef struct grouping {
+    roast_task_field by;
+    group *groups;
+    bool nomem;
+} grouping;
+
+void roast_task_stats_add(roast_task_stats *sum, const roast_task_stats *s)
+{
+    sum->transitions += s->transitions;
+    sum->tasks += s->tasks;
+    sum->erred += s->erred;
+    sum->compute_s += s->compute_s;
+    sum->transfer_s += s->transfer_s;
+    sum->output_bytes += s->output_bytes;
+    if (s->first_start != 0 && (sum->first_start == 0 || s->first_start < sum->first_start))
+        sum->first_start = s->first_start;
+    if (s->last_stop > sum->last_stop)
+        sum->last_stop = s->last_stop;
+}
+
+static roast_id field_of(const roast_task_key *key, roast_task_field by)
+{
+    switch (by) {
+    case ROAST_TASKS_BY_WORKER: return key->worker;
+    case ROAST_TASKS_BY_SPAN: return key->span;
+    case ROAST_TASKS_BY_PREFIX: break;
+    }
+    return key->prefix;
+}
+
+static int add_row(void *ctx, const roast_task_key *key, const roast_task_stats *s)
+{
+    grouping *g = ctx;
+    roast_id id = field_of(key, g->by);
+    group *e;
+    HASH_FIND(hh, g->groups, &id, sizeof id, e);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e))) {
+            g->nomem = true;
+            return 1;
+        }
+        e->id = id;
+        HASH_ADD(hh, g->groups, id, sizeof e->id, e);
+    }
+    roast_task_stats_add(&e->sum, s);
+    return 0;
+}
+
+int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
+                              roast_task_group_visitor visit, void *ctx, roast_status *status)
+{
+    grouping g = {by, NULL, false};
+    int rc = roast_agg_each_task(agg, add_row, &g);
+    *status = g.nomem ? ROAST_ENOMEM : ROAST_OK;
+    for (group *e = g.groups; rc == 0 && e; e = e->hh.next)
+        rc = visit(ctx, e->id, &e->sum);
+    group *e, *tmp;
+    HASH_ITER(hh, g.groups, e, tmp) {
+        HASH_DEL(g.groups, e);
+        free(e);
+    }
+    return g.nomem ? 0 : rc;
+}
