@@ -561,14 +561,14 @@ def test_bytes_accessed_per_chunk(metrics: dict[str, Any]) -> None:
     records = in_start_order(metrics["raw_chunk_metrics"])
     _, ax = io.plot_bytes_accessed_per_chunk(metrics["raw_chunk_metrics"])
     largest = max(r["accessed_uncompressed_bytes"] for r in records)
-    assert 1e3 <= largest < 1e6  # so the unit is kB
-    assert ax.get_ylabel() == "bytes accessed (kB)"
+    assert 0.9 * 2**10 <= largest < 0.9 * 2**20  # so the unit is kiB
+    assert ax.get_ylabel() == "bytes accessed (kiB)"
     heights = bar_heights(ax)
     np.testing.assert_allclose(
-        np.array(heights["compressed"]) * 1e3, [r["accessed_bytes"] for r in records]
+        np.array(heights["compressed"]) * 2**10, [r["accessed_bytes"] for r in records]
     )
     np.testing.assert_allclose(
-        np.array(heights["uncompressed"]) * 1e3,
+        np.array(heights["uncompressed"]) * 2**10,
         [r["accessed_uncompressed_bytes"] for r in records],
     )
 
@@ -602,12 +602,12 @@ def test_per_task_cpu_io(metrics: dict[str, Any]) -> None:
 
 #: Span metrics of a run that spilled, as Dask reports them (three units for disk-read).
 SPILLED = {
-    ("execute", "process", "disk-read", "bytes"): 3.0e9,
+    ("execute", "process", "disk-read", "bytes"): 3.0 * 2**30,
     ("execute", "process", "disk-read", "count"): 12.0,
     ("execute", "process", "disk-read", "seconds"): 4.5,
     ("execute", "process", "decompress", "seconds"): 0.75,
     ("execute", "process", "deserialize", "seconds"): 0.25,
-    ("execute", "reduce", "disk-read", "bytes"): 1.5e9,
+    ("execute", "reduce", "disk-read", "bytes"): 1.5 * 2**30,
     ("execute", "reduce", "compress", "seconds"): 0.5,
     ("execute", "reduce", "serialize", "seconds"): 2.0,
     ("execute", "reduce", "serialize", "count"): 99.0,
@@ -621,7 +621,7 @@ def test_per_task_bytes_read_uses_bytes_only() -> None:
     _, ax = per_task.plot_per_task_bytes_read(SPILLED)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["process", "reduce"]
     assert bar_heights(ax)["disk-read"] == [3.0, 1.5]
-    assert ax.get_ylabel() == "spill read from disk (GB)"
+    assert ax.get_ylabel() == "spill read from disk (GiB)"
 
 
 def test_per_task_overhead_stacks_seconds_only() -> None:

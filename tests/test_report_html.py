@@ -301,9 +301,7 @@ def test_text_is_escaped() -> None:
     assert "<script" not in text and "<b>" not in text
     page = Page(text)
     assert page.tables["Fine Metrics per Task Prefix"][0][0] == evil
-    assert (
-        "<title>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;</title>" in text
-    )
+    assert "<title>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;</title>" in text
     assert ("N/A " + f'because "{evil}"', f'because "{evil}"') in page.tooltips
 
 
@@ -346,7 +344,7 @@ def test_legacy_times_are_not_shown_as_dates() -> None:
     metadata = {"format": "roastcoffea_measurement_v1"}
     page = Page(render_report({}, metadata, 12.5, 20.0))
     assert "Start N/A (not a wall-clock time (roastcoffea 0.1.2))" in page.text
-    assert "Duration 7.50s" in page.text
+    assert "Duration 7.50 s" in page.text
 
 
 def test_write_report_to_an_unwritable_place(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from roastcoffea.measurement import load_metadata
 from roastcoffea.report import tables
 from roastcoffea.report.summary import MAX_ROWS, print_summary, summary_tables
 from roastcoffea.report.tables import Cell, Column, TableData
+from roastcoffea.units import byte_unit
 
 
 def printed(metrics: dict[str, Any]) -> str:
@@ -31,10 +32,17 @@ def test_formatting() -> None:
     assert tables.format_bytes(512) == "512 B"
     assert tables.format_bytes(3 * 1024**3) == "3.00 GiB"
     assert tables.format_bytes(2 * 1024**5) == "2.00 PiB"
-    assert tables.format_time(0.01234) == "0.0123s"
-    assert tables.format_time(12.345) == "12.35s"
-    assert tables.format_time(125) == "2m 5s"
-    assert tables.format_time(3 * 3600 + 61) == "3h 1m 1s"
+    assert tables.format_bytes(1536) == "1.50 kiB" and tables.format_bytes(-2048) == "-2.00 kiB"
+    assert tables.format_time(0.01234) == "12.34 ms"
+    assert tables.format_time(12.345) == "12.35 s"
+    assert tables.format_time(725) == "12m 5s"
+    assert tables.format_time(3 * 3600 + 61) == "3hr 1m"
+    assert tables.format_time(-2.5) == "-2.50 s"
+    # A byte axis is labelled in the unit format_bytes writes its largest value in.
+    for peak in (100, 1000, 5 * 2**20, 3 * 2**40):
+        factor, unit = byte_unit(peak)
+        assert tables.format_bytes(peak).endswith(unit)
+        assert 0.9 <= peak / factor < 1024 * 0.9 or unit == "B"
     assert tables.number(1, " kHz")(1234.56) == "1,234.6 kHz"
     assert tables.fraction(0.1234) == "12.3%" and tables.percent(12.34) == "12.3%"
 

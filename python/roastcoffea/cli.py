@@ -167,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _show(args: argparse.Namespace) -> int:
     from roastcoffea.report.summary import print_summary, printable
+    from roastcoffea.units import format_time
 
     loaded = _load(args.measurement)
     start = loaded.metadata.get("start_utc", "?")
@@ -174,7 +175,8 @@ def _show(args: argparse.Namespace) -> int:
     print(
         printable(
             f"measurement {loaded.name} ({loaded.path}): started {start} UTC, "
-            f"{loaded.t1 - loaded.t0:.2f} s, roastcoffea {versions.get('roastcoffea', '?')}"
+            f"{format_time(loaded.t1 - loaded.t0)}, "
+            f"roastcoffea {versions.get('roastcoffea', '?')}"
         )
     )
     print_summary(loaded.metrics)

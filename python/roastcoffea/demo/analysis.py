@@ -42,6 +42,7 @@ from roastcoffea.demo.nanoaod import (
     TREE,
     ensure_files,
 )
+from roastcoffea.units import format_bytes, format_time
 
 #: Name of the dataset in the fileset and in the output.
 DATASET = "SyntheticNanoAOD"
@@ -326,7 +327,8 @@ def main(
     started = time.perf_counter()
     files = ensure_files(directory, n_events, n_files)
     size = sum(path.stat().st_size for path in files)
-    print(f"input ready in {time.perf_counter() - started:.1f} s ({size / 2**20:,.0f} MiB)")
+    elapsed = format_time(time.perf_counter() - started)
+    print(f"input ready in {elapsed} ({format_bytes(size)})")
     result = run_demo(directory, n_events, n_files, chunksize, n_workers, output_dir, report=report)
     counts = result.output[DATASET]["cutflow"]
     print("cutflow: " + ", ".join(f"{step} {counts[step]:,}" for step in CUTFLOW))

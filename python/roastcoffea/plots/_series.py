@@ -174,14 +174,6 @@ def peak_of(series: WorkerSeries) -> float:
     return max(float(values.max()) for _, values in series.values())
 
 
-def byte_unit(peak: float) -> tuple[float, str]:
-    """A decimal byte unit suited to values up to ``peak``: (divisor, name)."""
-    for factor, name in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if peak >= factor:
-            return factor, name
-    return 1.0, "bytes"
-
-
 def chunk_records(chunk_metrics: Any) -> list[Mapping[str, Any]]:
     """The chunk records (``metrics["raw_chunk_metrics"]``), or ValueError when there are none."""
     require(chunk_metrics, "chunk records (metrics['raw_chunk_metrics'])")

@@ -13,12 +13,12 @@ from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import COLORS, finish, finite, new_figure, require_key
 from roastcoffea.plots._series import (
-    byte_unit,
     chunk_records,
     draw_distribution,
     has_number,
     in_start_order,
 )
+from roastcoffea.units import byte_unit
 
 
 def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:

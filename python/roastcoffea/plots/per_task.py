@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from roastcoffea.plots._common import COLORS, finish, new_figure, require
-from roastcoffea.plots._series import byte_unit
+from roastcoffea.units import byte_unit
 
 #: Contexts whose keys name a task prefix.
 _CONTEXTS = ("execute", "p2p")

@@ -1,5 +1,7 @@
 """The HTML report of a measurement: one self-contained file.
 
+Rendered from the Jinja2 template ``templates/report.html.j2`` with autoescape
+(every value is plain text), the style sheet ``templates/report.css`` inlined.
 Everything is inline: the style sheet, and every figure as a
 ``data:image/png;base64,`` image drawn by
 :func:`roastcoffea.plots.catalog.applicable_plots`. The page has no script and
@@ -22,12 +24,15 @@ import io
 import logging
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timezone
-from html import escape
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from roastcoffea.measurement import LEGACY_FORMAT
 from roastcoffea.report import tables
@@ -43,8 +48,16 @@ FIGURE_WIDTH = 8.0
 SCROLL_ROWS = 25
 
 
-def _e(text: Any) -> str:
-    return escape(str(text), quote=True)
+@cache
+def _template() -> jinja2.Template:
+    folder = files("roastcoffea.report") / "templates"
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    return env.from_string((folder / "report.html.j2").read_text(encoding="utf-8"))
+
+
+@cache
+def _css() -> str:
+    return (files("roastcoffea.report") / "templates" / "report.css").read_text(encoding="utf-8")
 
 
 def _slug(text: str) -> str:
@@ -54,7 +67,7 @@ def _slug(text: str) -> str:
 # ---- tables ---------------------------------------------------------------------------
 
 
-def _td(cell: Cell, numeric: bool) -> str:
+def _cell(cell: Cell, numeric: bool) -> dict[str, Any]:
     classes = ["num"] if numeric else []
     if cell.indent:
         classes.append(f"indent-{min(cell.indent, 3)}")
@@ -62,53 +75,31 @@ def _td(cell: Cell, numeric: bool) -> str:
         classes.append("alert")
     if cell.missing:
         classes.append("missing")
-        reason = _e(cell.reason)
-        body = f'<span class="na">{_e(cell.text)}</span> <span class="reason">{reason}</span>'
-        return f'<td class="{" ".join(classes)}" title="{reason}">{body}</td>'
-    attr = f' class="{" ".join(classes)}"' if classes else ""
-    return f"<td{attr}>{_e(cell.text)}</td>"
+    return {
+        "text": cell.text,
+        "classes": " ".join(classes),
+        "missing": cell.missing,
+        "reason": cell.reason,
+    }
 
 
-def render_table(table: TableData, wide: bool = False) -> str:
-    """One table as an HTML card: heading, every row, and its note.
-
-    Parameters
-    ----------
-    table : TableData
-        The table's content.
-    wide : bool, default False
-        Span the whole width of the card grid.
-
-    Returns
-    -------
-    str
-        An HTML fragment.
-    """
+def _table(table: TableData, wide: bool) -> dict[str, Any]:
+    """What the template's table card shows of one table: every row, and its note."""
     numeric = [column.numeric for column in table.columns]
-    head = "".join(
-        f'<th{" class=num" if c.numeric else ""} scope="col">{_e(c.name)}</th>'
-        for c in table.columns
-    )
-    body = "\n".join(
-        "<tr>" + "".join(_td(cell, n) for cell, n in zip(row, numeric, strict=True)) + "</tr>"
-        for row in table.rows
-    )
-    kind = "kv" if len(table.columns) == 2 else "grid"
-    scroll = " tall" if len(table.rows) > SCROLL_ROWS else ""
-    count = "" if kind == "kv" else f' <span class="count">{len(table.rows):,} rows</span>'
-    note = f'<p class="note">{_e(table.note)}</p>' if table.note else ""
-    card = "card wide" if wide else "card"
-    return (
-        f'<section class="{card}" id="table-{_slug(table.title)}">'
-        f"<h3>{_e(table.title)}{count}</h3>"
-        f'<div class="scroll{scroll}"><table class="{kind}">'
-        f"<thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></div>{note}</section>"
-    )
+    return {
+        "title": table.title,
+        "slug": _slug(table.title),
+        "kind": "kv" if len(table.columns) == 2 else "grid",
+        "tall": len(table.rows) > SCROLL_ROWS,
+        "wide": wide,
+        "columns": table.columns,
+        "rows": [[_cell(c, n) for c, n in zip(row, numeric, strict=True)] for row in table.rows],
+        "note": table.note,
+    }
 
 
-def _cards(items: list[TableData | None], wide: Collection[str] = ()) -> str:
-    shown = [render_table(t, wide=t.title in wide) for t in items if t is not None]
-    return f'<div class="cards">{"".join(shown)}</div>' if shown else ""
+def _tables(items: Iterable[TableData | None], wide: Collection[str] = ()) -> list[dict[str, Any]]:
+    return [_table(t, t.title in wide) for t in items if t is not None]
 
 
 # ---- header ---------------------------------------------------------------------------
@@ -130,27 +121,15 @@ _KEY_FIGURES = (
 _WITH_UNIT = re.compile(r"^([-+0-9.,]+) (\S+)$")
 
 
-def _kpi_value(text: str) -> str:
-    match = _WITH_UNIT.match(text)
-    if match is None:
-        return _e(text)
-    return f'{_e(match.group(1))}<span class="unit">{_e(match.group(2))}</span>'
-
-
-def _key_figures(metrics: Mapping[str, Any]) -> str:
+def _kpis(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for label, key, fmt in _KEY_FIGURES:
         cell = tables.value_cell(metrics, key, fmt)
-        if cell.missing:
-            value = f'<span class="na">{_e(cell.text)}</span>'
-            value += f'<span class="reason">{_e(cell.reason)}</span>'
-            attr = f' class="kpi missing" title="{_e(cell.reason)}"'
-        else:
-            value, attr = _kpi_value(cell.text), ' class="kpi"'
-        out.append(
-            f'<div{attr}><div class="label">{_e(label)}</div><div class="value">{value}</div></div>'
-        )
-    return f'<div class="kpis">{"".join(out)}</div>'
+        kpi = {"label": label, "missing": cell.missing, "text": cell.text, "reason": cell.reason}
+        match = _WITH_UNIT.match(cell.text)
+        kpi["number"], kpi["unit"] = match.groups() if match else (cell.text, "")
+        out.append(kpi)
+    return out
 
 
 def _alerts(metrics: Mapping[str, Any]) -> list[str]:
@@ -208,30 +187,13 @@ def _when(metadata: Mapping[str, Any], t0: float | None, t1: float | None) -> di
     }
 
 
-def _header(
-    metrics: Mapping[str, Any],
-    metadata: Mapping[str, Any],
-    title: str,
-    when: dict[str, Cell],
-) -> str:
+def _facts(metadata: Mapping[str, Any], when: dict[str, Cell]) -> list[tuple[str, str]]:
     name = metadata.get("name")
     facts = {"Measurement": Cell(str(name)) if name else tables.missing("not saved"), **when}
-    items = []
-    for label, cell in facts.items():
-        text = f"{cell.text} ({cell.reason})" if cell.missing else cell.text
-        items.append(f"<div><dt>{_e(label)}</dt><dd>{_e(text)}</dd></div>")
-    alerts = _alerts(metrics)
-    banner = ""
-    if alerts:
-        lines = "".join(f"<li>{_e(a)}</li>" for a in alerts)
-        banner = (
-            f'<div class="alerts" role="alert"><strong>Attention</strong><ul>{lines}</ul></div>'
-        )
-    return (
-        f'<header class="top"><div class="wrap"><p class="kicker">roastcoffea performance report'
-        f"</p><h1>{_e(title)}</h1><dl class=facts>{''.join(items)}</dl></div></header>"
-        f'<div class="wrap">{_key_figures(metrics)}{banner}</div>'
-    )
+    return [
+        (label, f"{cell.text} ({cell.reason})" if cell.missing else cell.text)
+        for label, cell in facts.items()
+    ]
 
 
 # ---- figures --------------------------------------------------------------------------
@@ -241,8 +203,9 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
-def _figure(entry: Any, metrics: Mapping[str, Any]) -> str:
-    """One figure card; a figure that fails to draw shows its error instead."""
+def _figure(entry: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """One figure as PNG data; a figure that fails to draw carries its error instead."""
+    shown: dict[str, Any] = {"name": entry.name, "title": entry.title, "error": None}
     try:
         fig, _ = entry.draw(metrics)
         width, height = fig.get_size_inches()
@@ -251,31 +214,23 @@ def _figure(entry: Any, metrics: Mapping[str, Any]) -> str:
         fig.savefig(buffer, format="png", dpi=FIGURE_DPI)
     except Exception as exc:  # one broken figure must not cost the whole report
         logger.warning("roastcoffea report: figure %s failed", entry.name, exc_info=True)
-        return (
-            f'<figure class="card figure failed" id="figure-{_e(entry.name)}">'
-            f'<p class="figure-error">{_e(type(exc).__name__)}: {_e(exc)}</p>'
-            f"<figcaption>{_e(entry.title)}</figcaption></figure>"
-        )
+        shown["error"] = f"{type(exc).__name__}: {exc}"
+        return shown
     png = buffer.getvalue()
-    width, height = _png_size(png)
-    data = base64.b64encode(png).decode("ascii")
-    return (
-        f'<figure class="card figure" id="figure-{_e(entry.name)}">'
-        f'<img src="data:image/png;base64,{data}" alt="{_e(entry.title)}" '
-        f'width="{width}" height="{height}">'
-        f"<figcaption>{_e(entry.title)}</figcaption></figure>"
-    )
+    shown["width"], shown["height"] = _png_size(png)
+    shown["data"] = base64.b64encode(png).decode("ascii")
+    return shown
 
 
-def _figures(metrics: Mapping[str, Any]) -> str:
+def _figures(metrics: Mapping[str, Any]) -> dict[str, Any]:
     if importlib.util.find_spec("matplotlib") is None:
-        return '<p class="empty">No figures: matplotlib is not installed.</p>'
+        return {"empty": "No figures: matplotlib is not installed."}
     from roastcoffea.plots.catalog import applicable_plots
 
     entries = applicable_plots(metrics)
     if not entries:
-        return '<p class="empty">No figure applies: the measurement has no data to plot.</p>'
-    return f'<div class="figures">{"".join(_figure(e, metrics) for e in entries)}</div>'
+        return {"empty": "No figure applies: the measurement has no data to plot."}
+    return {"figures": [_figure(e, metrics) for e in entries]}
 
 
 # ---- the page -------------------------------------------------------------------------
@@ -291,20 +246,6 @@ SECTIONS = (
 )
 
 
-def _section(anchor: str, heading: str, body: str, intro: str = "") -> str:
-    lead = f'<p class="intro">{_e(intro)}</p>' if intro else ""
-    return f'<section class="block" id="{anchor}"><h2>{_e(heading)}</h2>{lead}{body}</section>'
-
-
-def _metadata_body(metadata: Mapping[str, Any]) -> str:
-    if not metadata:
-        return (
-            '<p class="empty">No run metadata given: save the measurement '
-            "(or use MetricsCollector.save_report) to record versions and the cluster shape.</p>"
-        )
-    return _cards(tables.metadata_tables(metadata))
-
-
 #: Breakdown tables that take the whole width of the page.
 WIDE_TABLES = frozenset(
     {
@@ -316,54 +257,60 @@ WIDE_TABLES = frozenset(
 )
 
 
-def _body(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
-    summary = _cards(
-        [
-            tables.throughput_table(metrics),
-            tables.event_processing_table(metrics),
-            tables.resources_table(metrics),
-            tables.timing_table(metrics),
-        ]
-    )
-    fine = _cards(
-        [
-            tables.fine_metrics_table(metrics),
-            tables.prefix_table(metrics),
-            tables.worker_table(metrics),
-        ],
-        WIDE_TABLES,
-    )
-    chunks = _cards(
-        [
-            tables.chunk_table(metrics),
-            tables.dataset_table(metrics),
-            tables.failed_chunks_table(metrics),
-            tables.sections_table(metrics),
-        ],
-        WIDE_TABLES,
-    )
-    monitoring = _cards([tables.monitoring_table(metrics), tables.unavailable_table(metrics)])
-    return "".join(
-        (
-            _section("summary", "Summary", summary),
-            _section(
-                "fine-metrics",
-                "Fine Metrics",
-                fine,
-                "Thread time of the run's Dask span, from Dask's fine performance metrics: "
-                "processor tasks vs overhead, per task prefix and per worker.",
-            ),
-            _section("figures", "Figures", _figures(metrics)),
-            _section("chunks", "Chunks", chunks),
-            _section("metadata", "Run Metadata", _metadata_body(metadata)),
-            _section(
-                "monitoring",
-                "Monitoring",
-                monitoring,
-                "What roastcoffea's own monitoring cost, and whether it lost anything.",
-            ),
-        )
-    )
+#: What each section says under its heading.
+_INTROS = {
+    "fine-metrics": "Thread time of the run's Dask span, from Dask's fine performance metrics: "
+    "processor tasks vs overhead, per task prefix and per worker.",
+    "monitoring": "What roastcoffea's own monitoring cost, and whether it lost anything.",
+}
+
+
+def _content(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, dict]:
+    """Each section's tables, figures or empty-state text, by anchor."""
+    metadata_content: dict[str, Any] = {"tables": _tables(tables.metadata_tables(metadata))}
+    if not metadata:
+        metadata_content = {
+            "empty": "No run metadata given: save the measurement (or use "
+            "MetricsCollector.save_report) to record versions and the cluster shape."
+        }
+    return {
+        "summary": {
+            "tables": _tables(
+                [
+                    tables.throughput_table(metrics),
+                    tables.event_processing_table(metrics),
+                    tables.resources_table(metrics),
+                    tables.timing_table(metrics),
+                ]
+            )
+        },
+        "fine-metrics": {
+            "tables": _tables(
+                [
+                    tables.fine_metrics_table(metrics),
+                    tables.prefix_table(metrics),
+                    tables.worker_table(metrics),
+                ],
+                WIDE_TABLES,
+            )
+        },
+        "figures": _figures(metrics),
+        "chunks": {
+            "tables": _tables(
+                [
+                    tables.chunk_table(metrics),
+                    tables.dataset_table(metrics),
+                    tables.failed_chunks_table(metrics),
+                    tables.sections_table(metrics),
+                ],
+                WIDE_TABLES,
+            )
+        },
+        "metadata": metadata_content,
+        "monitoring": {
+            "tables": _tables([tables.monitoring_table(metrics), tables.unavailable_table(metrics)])
+        },
+    }
 
 
 def _roastcoffea_version() -> str:
@@ -404,20 +351,25 @@ def render_report(
     name = metadata.get("name")
     if title is None:
         title = f"roastcoffea report: {name}" if name else "roastcoffea report"
-    when = _when(metadata, t0, t1)
-    nav = "".join(f'<a href="#{anchor}">{_e(label)}</a>' for anchor, label in SECTIONS)
-    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    content = _content(metrics, metadata)
+    sections = [
+        {"anchor": anchor, "heading": heading, "intro": _INTROS.get(anchor, "")}
+        | {"tables": [], "figures": [], "empty": ""}
+        | content[anchor]
+        for anchor, heading in SECTIONS
+    ]
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="roastcoffea {_e(_roastcoffea_version())}">'
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        f'<nav class="bar"><div class="wrap"><span class="brand">roastcoffea</span>{nav}'
-        "</div></nav>"
-        f"{_header(metrics, metadata, title, when)}"
-        f'<main class="wrap">{_body(metrics, metadata)}</main>'
-        f'<footer class="wrap">Made by roastcoffea {_e(_roastcoffea_version())} on {made}.'
-        "</footer></body></html>\n"
+        _template().render(
+            title=title,
+            version=_roastcoffea_version(),
+            made=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            css=_css(),
+            sections=sections,
+            facts=_facts(metadata, _when(metadata, t0, t1)),
+            kpis=_kpis(metrics),
+            alerts=_alerts(metrics),
+        )
+        + "\n"
     )
 
 
@@ -458,152 +410,3 @@ def write_report(
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
-
-
-CSS = """
-:root {
-  --bg: #f6f3ef; --card: #ffffff; --ink: #2a211b; --muted: #7b6b5f; --line: #e9e2da;
-  --zebra: #fbf8f5; --hover: #f3ece4; --accent: #b8642a; --roast: #3b2719; --roast2: #6e4529;
-  --alert: #b42318; --alert-bg: #fef3f2; --alert-line: #fecdca;
-  --mono: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace;
-}
-* { box-sizing: border-box; }
-html { scroll-behavior: smooth; }
-body {
-  margin: 0; background: var(--bg); color: var(--ink); line-height: 1.45;
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
-    "Noto Sans", "DejaVu Sans", sans-serif;
-  -webkit-font-smoothing: antialiased;
-}
-.wrap { max-width: 1440px; margin: 0 auto; padding: 0 28px; }
-nav.bar {
-  position: sticky; top: 0; z-index: 10; background: rgba(59, 39, 25, 0.96);
-  border-bottom: 1px solid rgba(255, 255, 255, 0.08);
-}
-nav.bar .wrap { display: flex; gap: 4px; align-items: center; overflow-x: auto; height: 44px; }
-nav.bar .brand { color: #f3d9bf; font-weight: 700; margin-right: 16px; letter-spacing: .02em; }
-nav.bar a {
-  color: #e9dccf; text-decoration: none; font-size: 13px; padding: 6px 10px; border-radius: 6px;
-  white-space: nowrap;
-}
-nav.bar a:hover { background: rgba(255, 255, 255, 0.1); color: #fff; }
-header.top {
-  background: linear-gradient(135deg, var(--roast) 0%, var(--roast2) 100%); color: #fff;
-  padding: 30px 0 70px;
-}
-.kicker {
-  margin: 0 0 6px; text-transform: uppercase; letter-spacing: .14em; font-size: 12px;
-  color: #f0c9a3;
-}
-header h1 { margin: 0 0 18px; font-size: 30px; font-weight: 700; letter-spacing: -.01em; }
-dl.facts { display: flex; flex-wrap: wrap; gap: 10px 36px; margin: 0; }
-dl.facts dt {
-  font-size: 11px; text-transform: uppercase; letter-spacing: .1em; color: #e2c3a6;
-}
-dl.facts dd { margin: 2px 0 0; font-size: 15px; font-variant-numeric: tabular-nums; }
-.kpis {
-  display: grid; grid-template-columns: repeat(auto-fit, minmax(128px, 1fr)); gap: 12px;
-  margin-top: -44px;
-}
-.kpi {
-  background: var(--card); border-radius: 12px; padding: 14px 16px; border: 1px solid var(--line);
-  box-shadow: 0 4px 14px rgba(59, 39, 25, 0.08);
-}
-.kpi .label {
-  font-size: 11px; text-transform: uppercase; letter-spacing: .08em; color: var(--muted);
-}
-.kpi .value {
-  font-size: 22px; font-weight: 650; margin-top: 4px; font-variant-numeric: tabular-nums;
-}
-.kpi .unit {
-  font-size: 13px; font-weight: 500; color: var(--muted); margin-left: 4px; white-space: nowrap;
-}
-.kpi.missing .value { font-size: 18px; white-space: normal; }
-.kpi .reason { display: block; font-size: 11px; font-weight: 400; color: var(--muted); }
-.alerts {
-  margin-top: 18px; background: var(--alert-bg); border: 1px solid var(--alert-line);
-  color: var(--alert); border-radius: 10px; padding: 12px 18px;
-}
-.alerts ul { margin: 6px 0 0; padding-left: 20px; }
-section.block { margin-top: 40px; }
-section.block > h2 {
-  font-size: 20px; margin: 0 0 14px; padding-bottom: 8px; border-bottom: 2px solid var(--line);
-  display: flex; align-items: center; gap: 10px;
-}
-section.block > h2::before {
-  content: ""; width: 6px; height: 20px; border-radius: 3px; background: var(--accent);
-}
-.intro { margin: -4px 0 14px; color: var(--muted); font-size: 14px; }
-.cards {
-  display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 440px), 1fr));
-  gap: 18px; align-items: start;
-}
-.card {
-  background: var(--card); border: 1px solid var(--line); border-radius: 12px;
-  box-shadow: 0 1px 3px rgba(59, 39, 25, 0.06); overflow: hidden; margin: 0;
-}
-.card.wide { grid-column: 1 / -1; }
-.card h3 {
-  margin: 0; padding: 12px 16px; font-size: 14px; font-weight: 650; background: #fcfaf7;
-  border-bottom: 1px solid var(--line); display: flex; justify-content: space-between;
-  align-items: baseline; gap: 12px;
-}
-.card h3 .count { font-weight: 400; color: var(--muted); font-size: 12px; }
-.scroll { overflow-x: auto; }
-.scroll.tall { max-height: 640px; overflow-y: auto; }
-table { width: 100%; border-collapse: collapse; font-size: 13.5px; }
-th {
-  position: sticky; top: 0; background: #f7f2ec; color: var(--muted); text-align: left;
-  font-size: 11px; text-transform: uppercase; letter-spacing: .06em; font-weight: 600;
-  padding: 8px 14px; border-bottom: 1px solid var(--line); white-space: nowrap;
-}
-td { padding: 7px 14px; border-bottom: 1px solid #f1ece6; vertical-align: top; }
-tbody tr:nth-child(even) td { background: var(--zebra); }
-tbody tr:hover td { background: var(--hover); }
-tbody tr:last-child td { border-bottom: 0; }
-.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.kv td:first-child { color: #4a3b30; }
-table.grid td:first-child { font-family: var(--mono); font-size: 12.5px; }
-td.indent-1 { padding-left: 34px; color: var(--muted) !important; }
-td.indent-2 { padding-left: 54px; color: var(--muted) !important; }
-td.indent-3 { padding-left: 74px; color: var(--muted) !important; }
-td.alert { color: var(--alert); font-weight: 600; }
-td.missing { cursor: help; white-space: normal; }
-.na {
-  display: inline-block; font-size: 11px; font-weight: 700; letter-spacing: .04em;
-  color: #8a6d57; background: #f3e8dd; border-radius: 4px; padding: 0 5px;
-}
-td .reason { color: var(--muted); font-size: 12px; font-style: italic; }
-.note { margin: 0; padding: 8px 16px; font-size: 12.5px; color: var(--muted);
-  border-top: 1px solid var(--line); }
-.figures {
-  display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 540px), 1fr));
-  gap: 18px; align-items: start;
-}
-.figure { padding: 12px 12px 0; }
-.figure img { display: block; width: 100%; height: auto; }
-.figure figcaption { padding: 6px 4px 10px; font-size: 12px; color: var(--muted); }
-.figure-error {
-  color: var(--alert); background: var(--alert-bg); padding: 16px; border-radius: 8px;
-  font-family: var(--mono); font-size: 12.5px; margin: 0;
-}
-.empty {
-  color: var(--muted); background: var(--card); border: 1px dashed var(--line);
-  border-radius: 12px; padding: 18px;
-}
-footer { color: var(--muted); font-size: 12px; padding: 40px 28px 30px; }
-@media (max-width: 640px) {
-  .wrap { padding: 0 14px; }
-  header h1 { font-size: 22px; }
-  .kpi .value { font-size: 18px; }
-}
-@media print {
-  nav.bar { display: none; }
-  body { background: #fff; }
-  header.top { padding-bottom: 20px; }
-  .kpis { margin-top: 12px; }
-  .scroll.tall { max-height: none; overflow: visible; }
-  .card, .kpi { box-shadow: none; break-inside: avoid; }
-  th { position: static; }
-}
-"""

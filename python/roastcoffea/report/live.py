@@ -23,6 +23,8 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from roastcoffea.units import format_bytes, format_time
+
 logger = logging.getLogger(__name__)
 
 #: Seconds of deltas the rates are averaged over.
@@ -48,14 +50,6 @@ def _console() -> Console:
     from rich import get_console
 
     return get_console()
-
-
-def _bytes(value: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.1f} {unit}" if unit != "B" else f"{value:.0f} B"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
 
 
 class LiveView:
@@ -214,7 +208,7 @@ class LiveView:
             "Data rate",
             rate(s["gbps"], "{:.3f} Gbps"),
             "Memory",
-            "N/A" if s["memory_bytes"] is None else _bytes(s["memory_bytes"]),
+            "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"]),
         )
         table.add_row(
             "Events",
@@ -222,5 +216,5 @@ class LiveView:
             "Tasks done",
             f"{s['tasks']:,}" + (f" ([red]{s['erred']} erred[/red])" if s["erred"] else ""),
         )
-        table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", f"{elapsed:.1f} s")
+        table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed))
         return Panel(table, title=self._title, expand=False)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from roastcoffea.units import format_bytes, format_time
+
 Formatter = Callable[[Any], str]
 
 #: Text of a missing cell.
@@ -92,28 +94,6 @@ class TableData:
 
 
 # ---- formatting ------------------------------------------------------------------
-
-
-def format_bytes(value: float) -> str:
-    """Bytes with a binary unit (B, KiB, MiB, GiB, TiB, PiB)."""
-    value = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} B" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{value:.2f} PiB"
-
-
-def format_time(seconds: float) -> str:
-    """``X.XXs`` under a minute, ``Mm Ss`` under an hour, else ``Hh Mm Ss``."""
-    seconds = float(seconds)
-    if abs(seconds) < 60:
-        return f"{seconds:.3g}s" if abs(seconds) < 1 else f"{seconds:.2f}s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{int(minutes)}m {secs:.0f}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{int(hours)}h {int(minutes)}m {secs:.0f}s"
 
 
 def number(digits: int = 2, suffix: str = "") -> Formatter:
