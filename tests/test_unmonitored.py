@@ -20,7 +20,7 @@ import pytest
 from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector, RoastPlugin
-from roastcoffea.collector import FLUSH_TIMEOUT
+from roastcoffea.config import seconds
 from roastcoffea.plugin._loader import _NAME, _STATE_HANDLER
 from roastcoffea.plugin._workers import PLUGIN_NAME, WORKER_STATE_HANDLER
 
@@ -69,7 +69,7 @@ def test_a_worker_without_roastcoffea_computes_unmonitored(
             assert client.gather(on_bare) == [2 * i for i in range(5)]
             assert client.gather(on_monitored) == [i * i for i in range(5)]
         assert mc.collector_errors == []
-        assert mc._flush_seconds < FLUSH_TIMEOUT  # not waited for
+        assert mc._flush_seconds < seconds("flush-timeout")  # not waited for
         assert [w["address"] for w in mc.unmonitored_workers] == [bare]
         assert "ModuleNotFoundError" in mc.unmonitored_workers[0]["reason"]
         # The scheduler still counts the bare worker's tasks; only monitored ones send digests.

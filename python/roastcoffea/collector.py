@@ -46,7 +46,7 @@ from typing import Any
 
 import distributed
 
-from roastcoffea import _native
+from roastcoffea import _native, config
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
@@ -64,10 +64,6 @@ SPAN_NAME = "coffea-processing"
 OUTPUT_KEY = "__roastcoffea_metrics__"
 #: Digest contexts that belong to tasks of a span (Dask's CONTEXTS_WITH_SPAN_ID).
 SPAN_CONTEXTS = ("execute", "p2p")
-#: Seconds the flush waits for each worker.
-FLUSH_TIMEOUT = 10.0
-#: Seconds the exit waits for the scheduler to answer at all, before it flushes.
-PROBE_TIMEOUT = 5.0
 
 
 def _check_client(client: Any) -> Any:
@@ -125,10 +121,12 @@ class MetricsCollector(AbstractContextManager):
         Only ``"dask"`` is supported.
     track_workers : bool, default True
         Include worker metrics and ``tracking_data`` (the time series).
-    worker_tracking_interval : float, default 1.0
+    worker_tracking_interval : float, optional
         Sampler interval in seconds, used when this collector registers the
         plugin (an already registered plugin keeps its own; the collector
-        notes it in ``metrics["monitoring"]["notes"]``).
+        notes it in ``metrics["monitoring"]["notes"]``). Default the setting
+        ``roastcoffea.interval`` (1 s); the exit's timeouts are the settings
+        ``roastcoffea.flush-timeout`` and ``roastcoffea.probe-timeout``.
     processor_instance : coffea ProcessorABC, optional
         Not needed: processor tasks are found from what ran on the workers.
         Its class name is used only when no processor task was detected and
@@ -153,7 +151,7 @@ class MetricsCollector(AbstractContextManager):
         client: distributed.Client,
         backend: str = "dask",
         track_workers: bool = True,
-        worker_tracking_interval: float = 1.0,
+        worker_tracking_interval: float | None = None,
         processor_instance: Any = None,
         *,
         live: bool = True,
@@ -169,7 +167,9 @@ class MetricsCollector(AbstractContextManager):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
         self.track_workers = track_workers
         try:
-            interval = check_interval(worker_tracking_interval, "worker_tracking_interval")
+            interval = check_interval(
+                config.seconds("interval", worker_tracking_interval), "worker_tracking_interval"
+            )
         except TypeError as exc:
             raise ValueError(str(exc)) from None
         self.worker_tracking_interval = interval
@@ -310,8 +310,9 @@ class MetricsCollector(AbstractContextManager):
         """Sample, flush and snapshot in one scheduler call."""
         assert self.span_id is not None
         t_from, t_to = self._window
-        check_reachable(self.client, PROBE_TIMEOUT)
-        reply = finish_session(self.client, self.span_id, t_from, t_to, FLUSH_TIMEOUT, self.notes)
+        check_reachable(self.client, config.seconds("probe-timeout"))
+        timeout = config.seconds("flush-timeout")
+        reply = finish_session(self.client, self.span_id, t_from, t_to, timeout, self.notes)
         self._window = (t_from, reply["t_to"])
         self._flush_seconds = reply["flush_seconds"]
         for address, message in reply["flush"].get("errors", {}).items():

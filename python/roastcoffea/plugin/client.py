@@ -13,11 +13,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from roastcoffea import _native
+from roastcoffea import _native, config
 from roastcoffea.plugin._compat import topic_subscribed
 from roastcoffea.plugin.live import TOPIC
 from roastcoffea.plugin.scheduler import (
-    DEFAULT_FLUSH_TIMEOUT,
     FLUSH_HANDLER,
     SNAPSHOT_HANDLER,
     STOP_HANDLER,
@@ -40,9 +39,7 @@ def _call(client: Any, handler: str, **kwargs: Any) -> Any:
     return reply
 
 
-def flush(
-    client: Any, timeout: float = DEFAULT_FLUSH_TIMEOUT, since: float | None = None
-) -> dict[str, Any]:
+def flush(client: Any, timeout: float | None = None, since: float | None = None) -> dict[str, Any]:
     """Apply every worker's full state on the scheduler now.
 
     After a flush the plugin holds every digest of every task whose result the
@@ -51,8 +48,9 @@ def flush(
     Parameters
     ----------
     client : distributed.Client
-    timeout : float, default 10.0
-        Seconds the scheduler waits for each worker.
+    timeout : float, optional
+        Seconds the scheduler waits for each worker; default the setting
+        ``roastcoffea.flush-timeout`` (10 s).
     since : float, optional
         Also list the workers that left the cluster since this time
         (scheduler clock).
@@ -71,8 +69,9 @@ def flush(
     RuntimeError
         When the plugin is not registered.
     """
+    timeout = float(config.seconds("flush-timeout", timeout))
     return _call(
-        client, FLUSH_HANDLER, timeout=float(timeout), since=None if since is None else float(since)
+        client, FLUSH_HANDLER, timeout=timeout, since=None if since is None else float(since)
     )
 
 
@@ -114,7 +113,8 @@ def snapshot(
         When some workers could not be flushed.
     """
     if flush:
-        errors = _call(client, FLUSH_HANDLER, timeout=DEFAULT_FLUSH_TIMEOUT)["errors"]
+        timeout = float(config.seconds("flush-timeout"))
+        errors = _call(client, FLUSH_HANDLER, timeout=timeout)["errors"]
         if errors:
             warnings.warn(
                 f"roastcoffea: {len(errors)} worker(s) not flushed, their digests may lag "

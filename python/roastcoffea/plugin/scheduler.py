@@ -23,7 +23,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
-from roastcoffea import _native
+from roastcoffea import _native, config
 from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
 from roastcoffea.plugin._loader import dumps_by_value
 from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, Unmonitored
@@ -31,10 +31,6 @@ from roastcoffea.plugin.sampler import Sampler
 
 logger = logging.getLogger(__name__)
 
-#: Transition records the ring holds between two sampler ticks.
-DEFAULT_RING_CAPACITY = 131072
-#: Memory bound of the per-worker time series.
-DEFAULT_SERIES_CAP_BYTES = 64 << 20
 #: Smallest series store the native layer accepts.
 MIN_SERIES_CAP_BYTES = 64 << 10
 #: Largest ring the native layer accepts.
@@ -42,8 +38,6 @@ MAX_RING_CAPACITY = 1 << 30
 #: Bounds of the sampler interval, in seconds.
 MIN_INTERVAL = 0.01
 MAX_INTERVAL = 3600.0
-#: Seconds a flush waits for each worker's full state.
-DEFAULT_FLUSH_TIMEOUT = 10.0
 
 SNAPSHOT_HANDLER = "roastcoffea_snapshot"
 FLUSH_HANDLER = "roastcoffea_flush"
@@ -84,20 +78,27 @@ class RoastPlugin(SchedulerPlugin):
 
     Parameters
     ----------
-    interval : float, default 1.0
-        Seconds between sampler ticks (worker state samples, payload reads).
+    interval : float, optional
+        Seconds between sampler ticks (worker state samples, payload reads);
+        default the setting ``roastcoffea.interval`` (1 s).
     window : int, optional
         Payloads of history each worker payload covers. By default it follows
         each worker's heartbeat period so the sampler never misses a change.
-    ring_capacity : int, default 131072
+    ring_capacity : int, optional
         Transition records buffered between ticks; overflow is counted as
-        ``dropped_events``.
-    series_cap_bytes : int, default 64 MiB
+        ``dropped_events``. Default ``roastcoffea.ring-capacity`` (131072).
+    series_cap_bytes : int, optional
         Memory bound of the per-worker time series (older samples are
-        decimated, keeping min, max and mean).
-    live : bool, default True
+        decimated, keeping min, max and mean). Default
+        ``roastcoffea.series-cap-bytes`` (64 MiB).
+    live : bool, optional
         Publish a small delta on the event topic ``"roastcoffea"`` at every
-        tick while a client is subscribed.
+        tick while a client is subscribed. Default ``roastcoffea.live`` (True).
+
+    Notes
+    -----
+    The defaults are read from ``dask.config`` (see ``roastcoffea.yaml``)
+    when the plugin is made, on the client; arguments win.
 
     Raises
     ------
@@ -110,17 +111,20 @@ class RoastPlugin(SchedulerPlugin):
 
     def __init__(
         self,
-        interval: float = 1.0,
+        interval: float | None = None,
         *,
         window: int | None = None,
-        ring_capacity: int = DEFAULT_RING_CAPACITY,
-        series_cap_bytes: int = DEFAULT_SERIES_CAP_BYTES,
-        live: bool = True,
+        ring_capacity: int | None = None,
+        series_cap_bytes: int | None = None,
+        live: bool | None = None,
     ) -> None:
-        self.interval = check_interval(interval)
+        self.interval = check_interval(config.seconds("interval", interval))
         self.window = None if window is None else _integer("window", window, 1)
+        ring_capacity = config.setting("ring-capacity", ring_capacity)
         self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
+        series_cap_bytes = config.byte_count("series-cap-bytes", series_cap_bytes)
         self.series_cap_bytes = _integer("series_cap_bytes", series_cap_bytes, MIN_SERIES_CAP_BYTES)
+        live = config.setting("live", live)
         if not isinstance(live, bool):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
         self.live = live
@@ -313,7 +317,7 @@ class RoastPlugin(SchedulerPlugin):
             return self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
 
     async def _handle_flush(
-        self, timeout: float = DEFAULT_FLUSH_TIMEOUT, since: float | None = None
+        self, timeout: float | None = None, since: float | None = None
     ) -> dict[str, Any]:
         """Handler ``roastcoffea_flush``: apply every worker's full state now.
 
@@ -325,6 +329,7 @@ class RoastPlugin(SchedulerPlugin):
         ``roastcoffea.plugin._departures``.
         """
         with self._guard("flush", reraise=True):
+            timeout = config.seconds("flush-timeout", timeout)
             now = time()
             workers = list(self.scheduler.workers.items())
             for address, ws in workers:

@@ -1,0 +1,58 @@
+"""Settings in dask.config under roastcoffea.*: defaults, overrides, arguments win."""
+
+from __future__ import annotations
+
+import dask
+import pytest
+from distributed import Client
+
+from roastcoffea import MetricsCollector, RoastPlugin, config
+
+
+def test_defaults_are_dask_settings() -> None:
+    assert dask.config.get("roastcoffea.interval") == "1s"
+    plugin = RoastPlugin()
+    assert plugin.interval == 1.0
+    assert plugin.ring_capacity == 131072
+    assert plugin.series_cap_bytes == 64 << 20
+    assert plugin.live is True
+    assert config.seconds("flush-timeout") == 10.0
+    assert config.seconds("probe-timeout") == 5.0
+
+
+def test_settings_override_defaults_and_arguments_win() -> None:
+    overrides = {
+        "roastcoffea.interval": "250ms",
+        "roastcoffea.ring-capacity": 1024,
+        "roastcoffea.series-cap-bytes": "1MiB",
+        "roastcoffea.live": False,
+    }
+    with dask.config.set(overrides):
+        plugin = RoastPlugin()
+        assert (plugin.interval, plugin.ring_capacity) == (0.25, 1024)
+        assert (plugin.series_cap_bytes, plugin.live) == (1 << 20, False)
+        given = RoastPlugin(2.0, ring_capacity=64, series_cap_bytes=1 << 17, live=True)
+        assert (given.interval, given.ring_capacity) == (2.0, 64)
+        assert (given.series_cap_bytes, given.live) == (1 << 17, True)
+
+
+def test_environment_variables_reach_the_settings() -> None:
+    try:
+        dask.config.refresh(env={"DASK_ROASTCOFFEA__INTERVAL": "0.5"})
+        assert RoastPlugin().interval == 0.5
+        assert dask.config.get("roastcoffea.flush-timeout") == "10s"  # defaults kept
+    finally:
+        dask.config.refresh()
+
+
+def test_bad_settings_are_refused_like_bad_arguments() -> None:
+    with dask.config.set({"roastcoffea.interval": "2h"}), pytest.raises(ValueError, match="3600"):
+        RoastPlugin()
+    with dask.config.set({"roastcoffea.ring-capacity": "many"}), pytest.raises(TypeError):
+        RoastPlugin()
+
+
+def test_collector_reads_its_interval_from_the_settings(client: Client) -> None:
+    with dask.config.set({"roastcoffea.interval": 0.5}):
+        assert MetricsCollector(client).worker_tracking_interval == 0.5
+        assert MetricsCollector(client, worker_tracking_interval=2).worker_tracking_interval == 2
