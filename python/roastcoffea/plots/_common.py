@@ -9,9 +9,12 @@ shows a returned figure (IPython renders any ``Figure``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import inspect
 import os
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -39,6 +42,80 @@ def finish(fig: Figure, output_path: str | os.PathLike[str] | None) -> None:
     """Save ``fig`` when ``output_path`` is given (format from the suffix)."""
     if output_path:
         fig.savefig(os.fspath(output_path), dpi=DPI)
+
+
+#: Parameters every figure function documents alike, added by :func:`figure`.
+SHARED_PARAMETERS = {
+    "output_path": "output_path : str or path-like, optional\n"
+    "    Where to save the figure (format from the suffix).",
+    "figsize": "figsize : tuple of float\n    Figure size in inches.",
+    "title": "title : str\n    Axes title.",
+    "max_legend_entries": "max_legend_entries : int\n"
+    "    Largest number of workers shown in a legend; above it, a note gives\n"
+    "    the number of workers instead.",
+}
+#: The Returns section of a figure function with one axes.
+RETURNS = "Returns\n-------\nfig : matplotlib.figure.Figure\nax : matplotlib.axes.Axes"
+
+_SECTION = re.compile(r"^(\w[\w ]*)\n-+$", re.MULTILINE)
+
+Draw = TypeVar("Draw", bound=Callable[..., Any])
+
+
+def _shared_doc(doc: str, names: list[str]) -> str:
+    """``doc`` with the shared parameters of ``names`` and, if absent, the Returns section.
+
+    They go at the end of the Parameters section, Returns right after it.
+    """
+    doc = inspect.cleandoc(doc)
+    headers = [(m.group(1), m.start()) for m in _SECTION.finditer(doc)]
+    after = [
+        start for name, start in headers if name != "Parameters" and start > doc.find("Parameters")
+    ]
+    end = min(after, default=len(doc))
+    documented = set(re.findall(r"^(\w+) :", doc, re.MULTILINE))
+    shared = [SHARED_PARAMETERS[n] for n in names if n in SHARED_PARAMETERS and n not in documented]
+    insert = "\n".join(shared)
+    if not any(name == "Returns" for name, _ in headers):
+        insert += "\n\n" + RETURNS
+    head = doc[:end].rstrip("\n")
+    return f"{head}\n{insert}\n\n{doc[end:]}".rstrip() + "\n"
+
+
+def figure(draw: Draw) -> Draw:
+    """Make a drawing function a figure function: it takes ``output_path`` and saves.
+
+    ``draw(data..., figsize=..., title=..., ...)`` returns ``(fig, axes)``.
+    The figure function has the same parameters with ``output_path=None``
+    inserted before the first of ``figsize`` and ``title`` (the order of
+    roastcoffea 0.1.2, positional calls included), saves the figure there
+    when given, and returns ``(fig, axes)``. Its docstring gains the shared
+    parameters (:data:`SHARED_PARAMETERS`) and, unless it has its own, the
+    Returns section.
+    """
+    drawn = inspect.signature(draw)
+    params = list(drawn.parameters.values())
+    at = next(i for i, p in enumerate(params) if p.name in ("figsize", "title"))
+    output = inspect.Parameter(
+        "output_path",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=None,
+        annotation="str | os.PathLike[str] | None",
+    )
+    public = drawn.replace(parameters=[*params[:at], output, *params[at:]])
+
+    @functools.wraps(draw)
+    def plot(*args: Any, **kwargs: Any) -> Any:
+        bound = public.bind(*args, **kwargs)
+        output_path = bound.arguments.pop("output_path", None)
+        fig, axes = draw(*bound.args, **bound.kwargs)
+        finish(fig, output_path)
+        return fig, axes
+
+    plot.__signature__ = public  # type: ignore[attr-defined]
+    if draw.__doc__:
+        plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters))
+    return plot  # type: ignore[return-value]
 
 
 def require(value: Any, what: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from roastcoffea.plots._common import (
     COLORS,
+    figure,
     new_figure,
     require,
     require_key,
@@ -130,20 +131,54 @@ def draw_per_worker(
         note_workers(ax, len(series))
 
 
-def per_worker_figure(
-    tracking_data: Mapping[str, Any] | None,
-    key: str,
+def per_worker_plot(
+    name: str,
+    module: str,
+    doc: str,
+    read: Callable[[Mapping[str, Any] | None], WorkerSeries],
     ylabel: str,
     title: str,
-    figsize: tuple[float, float],
-    max_legend_entries: int,
-) -> tuple[Figure, Axes, WorkerSeries]:
-    """A figure of ``tracking_data[key]``, one line per worker, and the series drawn."""
-    series = worker_series(tracking_data, key)
+    percent: bool = False,
+) -> Callable[..., tuple[Figure, Axes]]:
+    """A figure function drawing one line per worker of the series ``read`` gives.
+
+    Its parameters are ``(tracking_data, output_path=None, figsize=(12, 6),
+    title=title, max_legend_entries=5)``. The y axis starts at 0 and, for a
+    ``percent`` series, reaches at least 100 % (see :func:`percent_ylim`).
+    """
+
+    def draw(
+        tracking_data: Mapping[str, Any] | None,
+        figsize: tuple[float, float] = (12, 6),
+        title: str = title,
+        max_legend_entries: int = 5,
+    ) -> tuple[Figure, Axes]:
+        series = read(tracking_data)
+        fig, ax = new_figure(figsize)
+        draw_per_worker(ax, series, max_legend_entries, ylabel, title)
+        if percent:
+            percent_ylim(ax, peak_of(series))
+        else:
+            ax.set_ylim(bottom=0)
+        return fig, ax
+
+    draw.__name__ = draw.__qualname__ = name
+    draw.__module__ = module
+    draw.__doc__ = doc
+    return figure(draw)
+
+
+def band_figure(
+    series: WorkerSeries, color: str, ylabel: str, title: str, figsize: tuple[float, float]
+) -> tuple[Figure, Axes]:
+    """The mean across workers with its min-max band, the y axis from 0 to at least 100 %."""
+    stats = across_workers(series)
     fig, ax = new_figure(figsize)
-    draw_per_worker(ax, series, max_legend_entries, ylabel, title)
-    ax.set_ylim(bottom=0)
-    return fig, ax, series
+    draw_band(ax, stats, color, "mean")
+    time_axis(ax, ylabel, title)
+    percent_ylim(ax, float(stats.high.max()))
+    ax.legend(loc="upper left", fontsize="small")
+    return fig, ax
 
 
 def note_workers(ax: Axes, count: int) -> None:

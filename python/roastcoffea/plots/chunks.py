@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, finish, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
 
 
@@ -20,9 +19,9 @@ def _note_failed(ax: Axes, failed: int) -> None:
         ax.text(0.01, 0.98, note, transform=ax.transAxes, va="top")
 
 
+@figure
 def plot_runtime_distribution(
     chunk_metrics: list[dict[str, Any]] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Chunk Runtime Distribution",
     bins: int = 30,
@@ -38,19 +37,8 @@ def plot_runtime_distribution(
     chunk_metrics : list of dict
         The chunk records, ``metrics["raw_chunk_metrics"]``; reads ``duration``
         (s) and ``error``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
     bins : int
         Number of histogram bins.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -71,13 +59,12 @@ def plot_runtime_distribution(
     ax.set_ylabel("chunks")
     ax.set_title(title)
     _note_failed(ax, len(records) - len(good))
-    finish(fig, output_path)
     return fig, ax
 
 
+@figure
 def plot_runtime_vs_events(
     chunk_metrics: list[dict[str, Any]] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Chunk Runtime vs Number of Events",
 ) -> tuple[Figure, Axes]:
@@ -93,17 +80,6 @@ def plot_runtime_vs_events(
     chunk_metrics : list of dict
         The chunk records, ``metrics["raw_chunk_metrics"]``; reads
         ``num_events``, ``duration`` (s) and ``error``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -138,5 +114,4 @@ def plot_runtime_vs_events(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
     _note_failed(ax, len(records) - len(good))
-    finish(fig, output_path)
     return fig, ax

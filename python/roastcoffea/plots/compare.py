@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from roastcoffea.measurement import load_measurement, load_metadata
-from roastcoffea.plots._common import COLORS, finish, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
 
 #: What ``measurements`` may hold.
 MeasurementLike = (
@@ -189,10 +189,10 @@ COMPARISON_KEYS = (
 )
 
 
+@figure
 def plot_measurement_comparison(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (14, 5),
     title: str = "Measurement Comparison",
 ) -> tuple[Figure, np.ndarray]:
@@ -214,10 +214,6 @@ def plot_measurement_comparison(
         Metrics dicts, measurement directories or ``(metrics, metadata)`` pairs.
     labels : sequence of str, optional
         One per measurement; default the directory names, else ``"run <n>"``.
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (14, 5)
-    title : str, default "Measurement Comparison"
 
     Returns
     -------
@@ -244,7 +240,6 @@ def plot_measurement_comparison(
         ax.set_xticks(x, [run.label for run in runs], rotation=20, ha="right")
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(title)
-    finish(fig, output_path)
     return fig, axes
 
 
@@ -266,10 +261,10 @@ def _scaling_panel(
     ax.margins(x=0.12, y=0.12)
 
 
+@figure
 def plot_scaling_study(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 5),
     title: str = "Scaling Study",
 ) -> tuple[Figure, np.ndarray]:
@@ -288,10 +283,6 @@ def plot_scaling_study(
         Metrics dicts, measurement directories or ``(metrics, metadata)`` pairs.
     labels : sequence of str, optional
         One per measurement; default the directory names, else ``"run <n>"``.
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (12, 5)
-    title : str, default "Scaling Study"
 
     Returns
     -------
@@ -329,7 +320,6 @@ def plot_scaling_study(
     for ax in axes:
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    finish(fig, output_path)
     return fig, axes
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, finish, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, new_figure, require
 
 #: Label of chunks whose record names no dataset.
 NO_DATASET = "(no dataset)"
@@ -29,9 +28,9 @@ def durations_per_dataset(chunk_metrics: Sequence[dict[str, Any]]) -> dict[str, 
     return dict(sorted(per_dataset.items()))
 
 
+@figure
 def plot_dataset_runtimes(
     chunk_metrics: Sequence[dict[str, Any]],
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Chunk Runtime per Dataset",
 ) -> tuple[Figure, Axes]:
@@ -47,10 +46,6 @@ def plot_dataset_runtimes(
     chunk_metrics : sequence of dict
         The chunk records (``metrics["raw_chunk_metrics"]``); reads ``dataset``,
         ``duration`` (s) and ``error``.
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (10, 6)
-    title : str, default "Chunk Runtime per Dataset"
 
     Returns
     -------
@@ -109,5 +104,4 @@ def plot_dataset_runtimes(
             va="top",
             fontsize=8,
         )
-    finish(fig, output_path)
     return fig, ax

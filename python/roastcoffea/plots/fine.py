@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, finish, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
 
 #: Cells annotated with their value only up to this many (beyond, text would overlap).
 MAX_ANNOTATED_CELLS = 400
@@ -91,9 +90,9 @@ def _annotate_cells(ax: Axes, matrix: np.ndarray, unit: str) -> None:
         )
 
 
+@figure
 def plot_fine_metrics_heatmap(
     metrics: dict[str, Any],
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 6),
     title: str = "Fine Metrics per Worker",
     unit: str = "seconds",
@@ -111,10 +110,6 @@ def plot_fine_metrics_heatmap(
     metrics : dict
         The metrics dictionary; reads ``per_worker_fine_metrics``
         (``{worker: {(context, prefix, activity, unit): value}}``).
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (12, 6)
-    title : str, default "Fine Metrics per Worker"
     unit : str, default "seconds"
         The activity unit shown; activities in other units are left out.
 
@@ -148,7 +143,6 @@ def plot_fine_metrics_heatmap(
         _annotate_cells(ax, matrix, unit)
     colorbar = fig.colorbar(image, ax=ax)
     colorbar.set_label(UNIT_LABELS.get(unit, unit))
-    finish(fig, output_path)
     return fig, ax
 
 
@@ -166,9 +160,9 @@ def _breakdown_values(metrics: Mapping[str, Any]) -> list[float]:
     return values
 
 
+@figure
 def plot_processor_overhead_breakdown(
     metrics: dict[str, Any],
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Processor vs Overhead Time",
 ) -> tuple[Figure, Axes]:
@@ -186,10 +180,6 @@ def plot_processor_overhead_breakdown(
         ``processor_noncpu_time_seconds``, ``overhead_cpu_time_seconds``,
         ``overhead_noncpu_time_seconds`` (s) and ``unavailable`` for the reason
         of a missing one.
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (10, 6)
-    title : str, default "Processor vs Overhead Time"
 
     Returns
     -------
@@ -233,5 +223,4 @@ def plot_processor_overhead_breakdown(
     ax.set_ylim(0, 1.12 * float((cpu + noncpu).max()))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend()
-    finish(fig, output_path)
     return fig, ax

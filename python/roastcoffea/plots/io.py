@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import COLORS, finish, finite, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, finite, new_figure, require_key
 from roastcoffea.plots._series import (
     chunk_records,
     draw_distribution,
@@ -29,9 +28,9 @@ def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
     return values
 
 
+@figure
 def plot_compression_ratio_distribution(
     metrics: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Compression Ratio Distribution Across Files",
     bins: int = 20,
@@ -48,19 +47,8 @@ def plot_compression_ratio_distribution(
     metrics : mapping
         The metrics dictionary; reads ``compression_ratios`` (one per file;
         None values are left out).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
     bins : int
         Number of histogram bins.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -73,13 +61,12 @@ def plot_compression_ratio_distribution(
     ax.set_xlabel("compression ratio (uncompressed / compressed bytes)")
     ax.set_ylabel("files")
     ax.set_title(title)
-    finish(fig, output_path)
     return fig, ax
 
 
+@figure
 def plot_data_access_percentage(
     metrics: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
     title: str = "Bytes Read Percentage Distribution",
     bins: int = 20,
@@ -97,19 +84,8 @@ def plot_data_access_percentage(
     metrics : mapping
         The metrics dictionary; reads ``bytes_read_percent_per_file`` (%; None
         values are left out).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
     bins : int
         Number of histogram bins.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -124,7 +100,6 @@ def plot_data_access_percentage(
     ax.set_xlabel("bytes read (% of the file)")
     ax.set_ylabel("files")
     ax.set_title(title)
-    finish(fig, output_path)
     return fig, ax
 
 
@@ -144,9 +119,9 @@ def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
     ax.legend(handles=[*extra, *patches], fontsize="small", loc="upper right")
 
 
+@figure
 def plot_branch_access_per_chunk(
     chunk_metrics: list[dict[str, Any]] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 6),
     title: str = "Branches Accessed Per Chunk",
 ) -> tuple[Figure, Axes]:
@@ -161,17 +136,6 @@ def plot_branch_access_per_chunk(
     chunk_metrics : list of dict
         The chunk records, ``metrics["raw_chunk_metrics"]``; reads
         ``num_branches_accessed``, ``dataset`` and ``t_start``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -192,13 +156,12 @@ def plot_branch_access_per_chunk(
     ax.grid(True, alpha=0.3, axis="y")
     ax.set_ylim(0, max(float(branches.max()), 1.0) * 1.3)  # room for the legend
     _dataset_legend(ax, datasets, [line])
-    finish(fig, output_path)
     return fig, ax
 
 
+@figure
 def plot_bytes_accessed_per_chunk(
     chunk_metrics: list[dict[str, Any]] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 6),
     title: str = "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
 ) -> tuple[Figure, Axes]:
@@ -214,17 +177,6 @@ def plot_bytes_accessed_per_chunk(
     chunk_metrics : list of dict
         The chunk records, ``metrics["raw_chunk_metrics"]``; reads
         ``accessed_bytes``, ``accessed_uncompressed_bytes`` and ``t_start``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -244,5 +196,4 @@ def plot_bytes_accessed_per_chunk(
     ax.set_title(title)
     ax.grid(True, alpha=0.3, axis="y")
     ax.legend(fontsize="small")
-    finish(fig, output_path)
     return fig, ax

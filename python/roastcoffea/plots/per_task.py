@@ -8,7 +8,6 @@ bytes for disk reads), so ``disk-read`` seconds, counts and bytes never mix.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, finish, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, new_figure, require
 from roastcoffea.units import byte_unit
 
 #: Contexts whose keys name a task prefix.
@@ -62,9 +61,9 @@ def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None
     ax.grid(True, alpha=0.3, axis="y")
 
 
+@figure
 def plot_per_task_cpu_io(
     span_metrics: Mapping[Any, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     title: str = "CPU vs I/O Time per Task",
     figsize: tuple[float, float] = (12, 6),
 ) -> tuple[Figure, Axes]:
@@ -80,17 +79,6 @@ def plot_per_task_cpu_io(
     span_metrics : mapping
         ``metrics["raw_span_metrics"]``; reads the ``thread-cpu`` and
         ``thread-noncpu`` activities in ``seconds``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    title : str
-        Axes title.
-    figsize : tuple of float
-        Figure size in inches.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -108,13 +96,12 @@ def plot_per_task_cpu_io(
         ax.bar(x + offset, heights, 0.4, color=color, label=label)
     _prefix_axis(ax, list(table), "thread time (s)", title)
     ax.legend(fontsize="small")
-    finish(fig, output_path)
     return fig, ax
 
 
+@figure
 def plot_per_task_bytes_read(
     span_metrics: Mapping[Any, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     title: str = "Bytes Read per Task",
     figsize: tuple[float, float] = (12, 6),
 ) -> tuple[Figure, Axes]:
@@ -129,17 +116,6 @@ def plot_per_task_bytes_read(
     span_metrics : mapping
         ``metrics["raw_span_metrics"]``; reads the ``disk-read`` activity in
         ``bytes`` (its ``seconds`` and ``count`` keys are ignored).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    title : str
-        Axes title.
-    figsize : tuple of float
-        Figure size in inches.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -153,7 +129,6 @@ def plot_per_task_bytes_read(
     fig, ax = new_figure(figsize)
     ax.bar(np.arange(len(table)), values / factor, 0.6, color=COLORS[2], label="disk-read")
     _prefix_axis(ax, list(table), f"spill read from disk ({unit})", title)
-    finish(fig, output_path)
     return fig, ax
 
 
@@ -164,9 +139,9 @@ _OVERHEAD_STACKS = (
 )
 
 
+@figure
 def plot_per_task_overhead(
     span_metrics: Mapping[Any, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     title: str = "Compression & Serialization Overhead per Task",
     figsize: tuple[float, float] = (12, 6),
 ) -> tuple[Figure, Axes]:
@@ -182,17 +157,6 @@ def plot_per_task_overhead(
         ``metrics["raw_span_metrics"]``; reads the ``compress``,
         ``decompress``, ``serialize`` and ``deserialize`` activities in
         ``seconds``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    title : str
-        Axes title.
-    figsize : tuple of float
-        Figure size in inches.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -212,5 +176,4 @@ def plot_per_task_overhead(
             bottom += heights
     _prefix_axis(ax, list(table), "time (s)", title)
     ax.legend(fontsize="small")
-    finish(fig, output_path)
     return fig, ax

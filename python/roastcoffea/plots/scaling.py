@@ -8,7 +8,6 @@ from ``metrics["unavailable"]``, never as a bar of height 0.
 
 from __future__ import annotations
 
-import os
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, finish, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]
@@ -65,9 +64,9 @@ def _bar_panel(
     ax.set_ylim(0, max([value or 0.0 for _, value, _ in bars] + [0.0]) * 1.2 or 1.0)
 
 
+@figure
 def plot_efficiency_summary(
     metrics: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
 ) -> tuple[Figure, np.ndarray]:
     """Plot core efficiency and speedup, each on its own axes.
@@ -83,10 +82,6 @@ def plot_efficiency_summary(
     metrics : mapping
         The metrics dictionary; reads ``core_efficiency`` (fraction),
         ``speedup_factor`` (times), ``total_cores`` (threads) and ``unavailable``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
 
     Returns
     -------
@@ -128,13 +123,12 @@ def plot_efficiency_summary(
         axes[1].set_ylim(0, max(cores, speedup or 0.0) * 1.2)
         axes[1].legend(fontsize="small", loc="lower right")
     fig.suptitle("Efficiency Metrics Summary")
-    finish(fig, output_path)
     return fig, axes
 
 
+@figure
 def plot_resource_utilization(
     metrics: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 6),
 ) -> tuple[Figure, np.ndarray]:
     """Plot workers, cores and peak memory, each on its own axes.
@@ -149,10 +143,6 @@ def plot_resource_utilization(
     metrics : mapping
         The metrics dictionary; reads ``avg_workers``, ``peak_workers``,
         ``total_cores``, ``peak_memory_bytes`` (bytes) and ``unavailable``.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
 
     Returns
     -------
@@ -186,5 +176,4 @@ def plot_resource_utilization(
         reasons = [_reason(metrics, key) for _, key, _ in entries]
         _bar_panel(ax, bars, reasons, ylabel, fmt, title)
     fig.suptitle("Resource Utilization Summary")
-    finish(fig, output_path)
     return fig, axes

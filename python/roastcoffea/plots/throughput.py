@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,23 +13,18 @@ from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
-    finish,
+    figure,
     new_figure,
     require,
     require_key,
     time_axis,
     to_datetime,
 )
-from roastcoffea.plots._series import across_workers, per_worker_figure, worker_series
+from roastcoffea.plots._series import across_workers, per_worker_plot, worker_series
 
-
-def plot_worker_activity_timeline(
-    tracking_data: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
-    figsize: tuple[float, float] = (12, 6),
-    title: str = "Worker Activity Over Time",
-    max_legend_entries: int = 5,
-) -> tuple[Figure, Axes]:
+plot_worker_activity_timeline = per_worker_plot(
+    "plot_worker_activity_timeline",
+    __name__,
     """Plot the number of tasks assigned to each worker, one line per worker.
 
     The count is ``len(WorkerState.processing)``: tasks the scheduler has sent
@@ -39,36 +34,21 @@ def plot_worker_activity_timeline(
     ----------
     tracking_data : mapping
         ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-    max_legend_entries : int
-        Largest number of workers shown in a legend; above it, a note gives
-        the number of workers instead.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
     ValueError
         If ``worker_active_tasks`` is missing or has no reported value.
-    """
-    fig, ax, _ = per_worker_figure(
-        tracking_data, "worker_active_tasks", "active (tasks)", title, figsize, max_legend_entries
-    )
-    finish(fig, output_path)
-    return fig, ax
+    """,
+    partial(worker_series, key="worker_active_tasks"),
+    "active (tasks)",
+    "Worker Activity Over Time",
+)
 
 
+@figure
 def plot_total_active_tasks_timeline(
     tracking_data: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 5),
     title: str = "Total Active Tasks Over Time",
 ) -> tuple[Figure, Axes]:
@@ -82,17 +62,6 @@ def plot_total_active_tasks_timeline(
     ----------
     tracking_data : mapping
         ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -106,7 +75,6 @@ def plot_total_active_tasks_timeline(
     time_axis(ax, "active (tasks)", title)
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    finish(fig, output_path)
     return fig, ax
 
 
@@ -173,10 +141,10 @@ def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
         ax.text(0.99, 0.98, "\n".join(parts), transform=ax.transAxes, ha="right", va="top")
 
 
+@figure
 def plot_throughput_timeline(
     chunk_info: Mapping[Any, Any] | None,
     tracking_data: Mapping[str, Any] | None = None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 6),
     title: str = "Data Throughput Over Time",
 ) -> tuple[Figure, Axes]:
@@ -200,12 +168,6 @@ def plot_throughput_timeline(
         clock), ``bytes_read`` in bytes or None.
     tracking_data : mapping, optional
         ``metrics["tracking_data"]``; reads ``worker_counts`` when given.
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
 
     Returns
     -------
@@ -242,7 +204,6 @@ def plot_throughput_timeline(
     _note_left_out(ax, unmeasured, instant, len(chunk_info))
     if counts is not None:
         _draw_worker_counts(ax, counts)
-    finish(fig, output_path)
     return fig, ax
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -13,7 +12,7 @@ from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import (
     COLORS,
-    finish,
+    figure,
     new_figure,
     require_key,
     time_axis,
@@ -45,9 +44,9 @@ def _count_label(row: dict[str, Any]) -> str:
     return f"{label}, {erred} erred" if erred else label
 
 
+@figure
 def plot_prefix_timeline(
     metrics: dict[str, Any],
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (12, 6),
     title: str = "Task Prefix Timeline",
 ) -> tuple[Figure, Axes]:
@@ -64,10 +63,6 @@ def plot_prefix_timeline(
     metrics : dict
         The metrics dictionary; reads ``per_prefix`` (``first_start``,
         ``last_stop`` in epoch seconds, ``tasks``, ``erred``, ``processor``).
-    output_path : path-like, optional
-        Save the figure there (format from the suffix).
-    figsize : tuple of float, default (12, 6)
-    title : str, default "Task Prefix Timeline"
 
     Returns
     -------
@@ -121,5 +116,4 @@ def plot_prefix_timeline(
             transform=ax.transAxes,
             fontsize=8,
         )
-    finish(fig, output_path)
     return fig, ax

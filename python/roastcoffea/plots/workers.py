@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
-    finish,
+    figure,
     new_figure,
     require_key,
     time_axis,
@@ -20,9 +19,9 @@ from roastcoffea.plots._common import (
 )
 
 
+@figure
 def plot_worker_count_timeline(
     tracking_data: Mapping[str, Any] | None,
-    output_path: str | os.PathLike[str] | None = None,
     figsize: tuple[float, float] = (10, 4),
     title: str = "Worker Count Over Time",
 ) -> tuple[Figure, Axes]:
@@ -36,17 +35,6 @@ def plot_worker_count_timeline(
     ----------
     tracking_data : mapping
         ``metrics["tracking_data"]``; reads ``worker_counts`` (``{datetime: int}``).
-    output_path : str or path-like, optional
-        Where to save the figure (format from the suffix).
-    figsize : tuple of float
-        Figure size in inches.
-    title : str
-        Axes title.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    ax : matplotlib.axes.Axes
 
     Raises
     ------
@@ -68,5 +56,4 @@ def plot_worker_count_timeline(
     time_axis(ax, "workers", title)
     ax.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    finish(fig, output_path)
     return fig, ax
