@@ -77,6 +77,7 @@ pytest: $(VENV)/.installed test-deps
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/mypy
 
 # libFuzzer (Debian clang-14). Each target runs FUZZ_SECONDS from the checked-in corpus,
 # with the library under test instrumented for coverage; new inputs that add coverage are

@@ -78,9 +78,7 @@ def test_unknown_backend_is_refused(client: Client) -> None:
         MetricsCollector(client, backend="invalid")
 
 
-@pytest.mark.parametrize(
-    "interval", [0, -1.0, 0.001, 3600.5, 1e300, math.nan, math.inf, "1", True]
-)
+@pytest.mark.parametrize("interval", [0, -1.0, 0.001, 3600.5, 1e300, math.nan, math.inf, "1", True])
 def test_bad_interval_is_refused(client: Client, interval: Any) -> None:
     with pytest.raises(ValueError, match="worker_tracking_interval"):
         MetricsCollector(client, worker_tracking_interval=interval)

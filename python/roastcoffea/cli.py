@@ -9,8 +9,9 @@ either.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _written(what: str, write: Any) -> Any:
+def _written(what: str | os.PathLike[str], write: Callable[[], Any]) -> Any:
     """Run ``write()``; an OSError becomes a one-line :class:`CommandError`."""
     try:
         return write()

@@ -487,7 +487,7 @@ def _load_metadata(directory: Path) -> dict[str, Any]:
         raise DecodeError(f"{path}: {exc}") from None
 
 
-def load_metadata(measurement_path: Path | str) -> dict[str, Any]:
+def load_metadata(measurement_path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``metadata.json`` of a measurement, checked.
 
     Raises
@@ -498,14 +498,16 @@ def load_metadata(measurement_path: Path | str) -> dict[str, Any]:
     return _load_metadata(_existing_dir(measurement_path))
 
 
-def _existing_dir(measurement_path: Path | str) -> Path:
+def _existing_dir(measurement_path: str | os.PathLike[str]) -> Path:
     directory = Path(measurement_path)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: measurement directory not found")
     return directory
 
 
-def load_measurement(measurement_path: Path | str) -> tuple[dict[str, Any], float, float]:
+def load_measurement(
+    measurement_path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], float, float]:
     """Read a measurement written by :func:`save_measurement` (or by roastcoffea 0.1.2).
 
     Parameters

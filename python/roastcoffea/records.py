@@ -149,7 +149,7 @@ def encode_record(record: dict[str, Any]) -> bytes:
     return msgpack.packb(record, use_bin_type=True, default=_plain)
 
 
-def decode_record(data: bytes) -> dict[str, Any]:
+def decode_record(data: object) -> dict[str, Any]:
     """Decode one record written by :func:`encode_record`.
 
     Parameters

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import numpy
 
@@ -139,6 +139,9 @@ def track_bytes(processor_self: Any, events: Any, section_name: str) -> Iterator
         chunk.add("bytes", name, None if before is None or after is None else after - before)
 
 
+_Context = TypeVar("_Context", bound="BaseInstrumentationContext")
+
+
 class BaseInstrumentationContext:
     """Base class for custom instrumentation that writes into the chunk record.
 
@@ -165,7 +168,7 @@ class BaseInstrumentationContext:
     ``__exit__`` does nothing (exceptions propagate).
     """
 
-    def __enter__(self) -> BaseInstrumentationContext:
+    def __enter__(self: _Context) -> _Context:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -215,5 +218,5 @@ class BaseInstrumentationContext:
         return True
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

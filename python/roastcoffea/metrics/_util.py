@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 
 class Unavailable(Exception):
@@ -78,7 +78,7 @@ def divide(numerator: float, denominator: float, what: str) -> float:
     return numerator / denominator
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is a real finite number (bools are not numbers here)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -197,14 +197,14 @@ def per_dataset(chunks: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     return table
 
 
-def chunk_info(chunks: list[dict[str, Any]]) -> dict[tuple[Any, int, int], tuple[Any, Any, Any]]:
+def chunk_info(chunks: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[Any, Any, Any]]:
     """{(file, entry_start, entry_stop): (t_start, t_end, bytes_read)} for throughput plots.
 
     Records without file, entry range or times are left out; ``bytes_read`` is
     None when unmeasured (never 0). A range seen twice (a retried chunk) keeps
     the last record.
     """
-    info: dict[tuple[Any, int, int], tuple[Any, Any, Any]] = {}
+    info: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
     for c in chunks:
         fields = (c.get("file"), c.get("entry_start"), c.get("entry_stop"))
         times = (c.get("t_start"), c.get("t_end"))

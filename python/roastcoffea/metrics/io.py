@@ -38,7 +38,7 @@ COVERAGE_KEYS = (
 )
 
 #: {(file, tree, basket id): (compressed, uncompressed)} of the distinct baskets some chunks read.
-Baskets = dict[tuple[Any, int], tuple[int, int]]
+Baskets = dict[tuple[Any, Any, int], tuple[int, int]]
 
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
@@ -92,7 +92,7 @@ def distinct_baskets(chunks: list[dict[str, Any]]) -> Baskets | None:
         for basket, compressed, uncompressed in zip(
             listed["id"], listed["compressed"], listed["uncompressed"], strict=True
         ):
-            baskets[(*where, basket)] = (compressed, uncompressed)
+            baskets[where[0], where[1], basket] = (compressed, uncompressed)
     return baskets
 
 
@@ -121,9 +121,9 @@ def _put_compression_ratio(chunks: list[dict[str, Any]], out: Metrics) -> None:
         out.put("compression_ratio", ratio)
 
 
-def _file_metadata(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _file_metadata(chunks: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     """{file: its metadata} (the same for every chunk of a file; the first one is kept)."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[Any, dict[str, Any]] = {}
     for c in chunks:
         if c.get("file_metadata") and c.get("file") not in found:
             found[c.get("file")] = c["file_metadata"]
@@ -141,11 +141,11 @@ def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     compressed size of the distinct stored baskets read. Values needing file
     metadata, or baskets some chunk lacks, are None.
     """
-    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_file: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for c in chunks:
         by_file[c.get("file")].append(c)
     metadata = _file_metadata(chunks)
-    table: dict[str, dict[str, Any]] = {}
+    table: dict[Any, dict[str, Any]] = {}
     for name in sorted(by_file, key=str):
         records = by_file[name]
         meta = metadata.get(name) or {}

@@ -51,12 +51,12 @@ def chunk_fields(chunks: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     source's bytes at task end, as coffea's bytesread). A field is left out
     when a successful chunk of the dataset lacks it.
     """
-    by_dataset: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_dataset: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for chunk in chunks:
         if not chunk.get("error"):
             by_dataset[chunk.get("dataset")].append(chunk)
     sources = {"entries": "num_events", "processtime": "duration", "bytesread": "bytes_read_task"}
-    table: dict[str, dict[str, float]] = {}
+    table: dict[Any, dict[str, float]] = {}
     for dataset, records in by_dataset.items():
         table[dataset] = {
             field: sum(r[key] for r in records)

@@ -59,7 +59,8 @@ RETURNS = "Returns\n-------\nfig : matplotlib.figure.Figure\nax : matplotlib.axe
 
 _SECTION = re.compile(r"^(\w[\w ]*)\n-+$", re.MULTILINE)
 
-Draw = TypeVar("Draw", bound=Callable[..., Any])
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 def _shared_doc(doc: str, names: list[str]) -> str:
@@ -82,7 +83,7 @@ def _shared_doc(doc: str, names: list[str]) -> str:
     return f"{head}\n{insert}\n\n{doc[end:]}".rstrip() + "\n"
 
 
-def figure(draw: Draw) -> Draw:
+def figure(draw: Callable[..., R]) -> Callable[..., R]:
     """Make a drawing function a figure function: it takes ``output_path`` and saves.
 
     ``draw(data..., figsize=..., title=..., ...)`` returns ``(fig, axes)``.
@@ -105,20 +106,20 @@ def figure(draw: Draw) -> Draw:
     public = drawn.replace(parameters=[*params[:at], output, *params[at:]])
 
     @functools.wraps(draw)
-    def plot(*args: Any, **kwargs: Any) -> Any:
+    def plot(*args: Any, **kwargs: Any) -> R:
         bound = public.bind(*args, **kwargs)
         output_path = bound.arguments.pop("output_path", None)
-        fig, axes = draw(*bound.args, **bound.kwargs)
-        finish(fig, output_path)
-        return fig, axes
+        drawn = draw(*bound.args, **bound.kwargs)
+        finish(drawn[0], output_path)  # type: ignore[index]
+        return drawn
 
     plot.__signature__ = public  # type: ignore[attr-defined]
     if draw.__doc__:
         plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters))
-    return plot  # type: ignore[return-value]
+    return plot
 
 
-def require(value: Any, what: str) -> Any:
+def require(value: T | None, what: str) -> T:
     """``value``, or ValueError naming ``what`` when it is None or empty."""
     if value is None or (hasattr(value, "__len__") and len(value) == 0):
         raise ValueError(f"no {what} to plot")

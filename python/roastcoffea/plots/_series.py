@@ -123,7 +123,7 @@ def draw_per_worker(
     with the number of workers.
     """
     for worker, (times, values) in series.items():
-        ax.plot(times, values, linewidth=1.2, alpha=0.85, label=worker)
+        ax.plot(np.asarray(times), values, linewidth=1.2, alpha=0.85, label=worker)
     time_axis(ax, ylabel, title)
     if len(series) <= max_legend_entries:
         ax.legend(title="worker", loc="best", fontsize="small")
@@ -195,8 +195,9 @@ def note_workers(ax: Axes, count: int) -> None:
 
 def draw_band(ax: Axes, stats: InstantStats, color: str, label: str) -> None:
     """The mean across workers as a line, with the min-max range as a band."""
-    ax.fill_between(stats.times, stats.low, stats.high, color=color, alpha=0.25, label="min-max")
-    ax.plot(stats.times, stats.mean, color=color, linewidth=1.8, label=label)
+    times = np.asarray(stats.times)
+    ax.fill_between(times, stats.low, stats.high, color=color, alpha=0.25, label="min-max")
+    ax.plot(times, stats.mean, color=color, linewidth=1.8, label=label)
 
 
 def percent_ylim(ax: Axes, peak: float) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -94,7 +94,7 @@ class _Spec:
 # ---- data presence -----------------------------------------------------------
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     """A finite number (None, NaN and booleans are not)."""
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -202,7 +202,8 @@ def _fine_unit(metrics: Metrics, unit: str) -> bool:
 
 def _breakdown(metrics: Metrics) -> bool:
     values = [metrics.get(key) for _, _, key in BREAKDOWN_KEYS]
-    return all(_number(v) for v in values) and sum(values) > 0
+    numbers = [v for v in values if _number(v)]
+    return len(numbers) == len(values) and sum(numbers) > 0
 
 
 def _prefix_times(metrics: Metrics) -> bool:

@@ -56,7 +56,7 @@ def _resolve(item: MeasurementLike, index: int) -> Run:
         metrics = load_measurement(item)[0]
         return Run(metrics, load_metadata(item), Path(item).name)
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Mapping):
-        metrics, metadata = item
+        metrics, metadata = dict(item[0]), item[1]
         name = (metadata or {}).get("name")
         return Run(metrics, metadata, str(name) if name else default)
     if isinstance(item, Mapping):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -15,7 +15,9 @@ from roastcoffea.plots._common import COLORS, figure, new_figure, require
 NO_DATASET = "(no dataset)"
 
 
-def durations_per_dataset(chunk_metrics: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+def durations_per_dataset(
+    chunk_metrics: Sequence[Mapping[str, Any]],
+) -> dict[str, list[float]]:
     """Finite durations of the successful chunks, per dataset, datasets sorted by name."""
     per_dataset: dict[str, list[float]] = {}
     for record in chunk_metrics:

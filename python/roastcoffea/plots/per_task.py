@@ -31,7 +31,7 @@ def _by_prefix(
     ValueError when ``span_metrics`` is empty, has no 4-tuple key at all, or
     has none of the activities in ``unit``.
     """
-    require(span_metrics, "span metrics (metrics['raw_span_metrics'])")
+    span_metrics = require(span_metrics, "span metrics (metrics['raw_span_metrics'])")
     keys = [key for key in span_metrics if isinstance(key, tuple) and len(key) == 4]
     if not keys:
         raise ValueError(

@@ -182,7 +182,7 @@ def plot_throughput_timeline(
         ``bytes_read`` and a duration, or if ``tracking_data`` is given without
         ``worker_counts``.
     """
-    require(chunk_info, "chunk_info (chunk timing)")
+    chunk_info = require(chunk_info, "chunk_info (chunk timing)")
     edges, rate, unmeasured, instant = _throughput_steps(chunk_info)
     if not len(edges):
         raise ValueError(
@@ -212,7 +212,7 @@ def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
     points = sorted((to_datetime(t), n) for t, n in counts.items())
     twin = ax.twinx()
     twin.plot(
-        [t for t, _ in points],
+        np.asarray([t for t, _ in points]),
         [n for _, n in points],
         drawstyle="steps-post",
         color=COLORS[3],
@@ -223,4 +223,5 @@ def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
     twin.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
     twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     lines = ax.get_lines() + twin.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], loc="upper left", fontsize="small")
+    labels = [str(line.get_label()) for line in lines]
+    ax.legend(lines, labels, loc="upper left", fontsize="small")

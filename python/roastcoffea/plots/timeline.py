@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -26,7 +27,9 @@ OTHER_COLOR = COLORS[0]
 SECONDS_PER_DAY = 86400.0
 
 
-def timed_prefixes(per_prefix: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def timed_prefixes(
+    per_prefix: Mapping[str, Mapping[str, Any]],
+) -> list[tuple[str, Mapping[str, Any]]]:
     """Prefixes with a finite first_start and last_stop, earliest first."""
     timed = []
     for prefix, row in per_prefix.items():
@@ -37,7 +40,7 @@ def timed_prefixes(per_prefix: dict[str, dict[str, Any]]) -> list[tuple[str, dic
     return sorted(timed, key=lambda item: (item[1]["first_start"], item[0]))
 
 
-def _count_label(row: dict[str, Any]) -> str:
+def _count_label(row: Mapping[str, Any]) -> str:
     tasks = row.get("tasks") or 0
     label = f"{tasks} task{'' if tasks == 1 else 's'}"
     erred = row.get("erred") or 0

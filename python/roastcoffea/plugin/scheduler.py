@@ -145,7 +145,14 @@ class RoastPlugin(SchedulerPlugin):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         interval = state.pop("interval")
-        self.__init__(interval, **state)
+        RoastPlugin.__init__(self, interval, **state)
+
+    @property
+    def _running(self) -> Sampler:
+        """The sampler; RuntimeError before start() (a hook's guard counts it)."""
+        if self.sampler is None:
+            raise RuntimeError("RoastPlugin is not started on a scheduler")
+        return self.sampler
 
     def __repr__(self) -> str:
         status = "running" if self.sampler is not None and self.sampler.running else "idle"
@@ -190,7 +197,7 @@ class RoastPlugin(SchedulerPlugin):
             self.sampler.watch(address, ws, now)
         # The instance attribute shadows SchedulerPlugin.transition, so Dask
         # calls the C method with no Python frame in between.
-        self.transition = self.aggregator.transition
+        self.transition = self.aggregator.transition  # type: ignore[method-assign]
         scheduler.handlers[SNAPSHOT_HANDLER] = self._handle_snapshot
         scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
         scheduler.handlers[STOP_HANDLER] = self._handle_stop
@@ -211,7 +218,7 @@ class RoastPlugin(SchedulerPlugin):
             The worker's address.
         """
         with self._guard("add_worker"):
-            self.sampler.watch(worker, scheduler.workers[worker], time())
+            self._running.watch(worker, scheduler.workers[worker], time())
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         """Apply a leaving worker's last payload, record its departure (Dask hook).
@@ -228,7 +235,7 @@ class RoastPlugin(SchedulerPlugin):
             ``stimulus_id`` and whatever later Dask versions add.
         """
         with self._guard("remove_worker"):
-            self.sampler.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
+            self._running.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
 
     def log_event(self, topic: str, msg: Any) -> None:
         """Keep the records workers send on :data:`RECORDS_TOPIC`, and closing notices (Dask hook).
@@ -282,7 +289,7 @@ class RoastPlugin(SchedulerPlugin):
         Must run on the scheduler's event loop, e.g. through
         ``client.run_on_scheduler``.
         """
-        self.sampler.tick()
+        self._running.tick()
 
     async def _install_worker_plugin(self) -> None:
         """Install RoastWorkerPlugin everywhere; failures are counted and logged.
@@ -312,8 +319,8 @@ class RoastPlugin(SchedulerPlugin):
         """
         with self._guard("snapshot", reraise=True):
             self.aggregator.drain()
-            self.sampler.spans.sync()
-            spans = None if span_id is None else self.sampler.spans.subtree(span_id)
+            self._running.spans.sync()
+            spans = None if span_id is None else self._running.spans.subtree(span_id)
             return self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
 
     async def _handle_flush(
@@ -333,9 +340,9 @@ class RoastPlugin(SchedulerPlugin):
             now = time()
             workers = list(self.scheduler.workers.items())
             for address, ws in workers:
-                self.sampler.watch(address, ws, now)
+                self._running.watch(address, ws, now)
             results = await asyncio.gather(
-                *(self.sampler.fetch(address, timeout) for address, _ in workers),
+                *(self._running.fetch(address, timeout) for address, _ in workers),
                 return_exceptions=True,
             )
             errors = {}
@@ -346,10 +353,10 @@ class RoastPlugin(SchedulerPlugin):
                     self._count_error("flush")
                     errors[address] = f"{type(result).__name__}: {result}"
             self.aggregator.drain()
-            self.sampler.spans.sync()
-            unmonitored = dict(self.sampler.unmonitored)
+            self._running.spans.sync()
+            unmonitored = dict(self._running.unmonitored)
             flushed = sum(1 for address, _ in workers if address not in unmonitored)
-            departures = [] if since is None else self.sampler.departures.between(since, time())
+            departures = [] if since is None else self._running.departures.between(since, time())
             return {
                 "workers": flushed - len(errors),
                 "errors": errors,

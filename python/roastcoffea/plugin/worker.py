@@ -194,7 +194,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         return {"interval": self.interval, "window": self.window}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)
+        RoastWorkerPlugin.__init__(self, **state)
 
     def setup(self, worker: Any) -> None:
         """Install the heartbeat metric and the state handler on ``worker``."""

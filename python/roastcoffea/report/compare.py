@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from roastcoffea.report.summary import safe_text
 
@@ -122,7 +123,8 @@ def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table
         table.add_column("Δ", justify="right")
         table.add_column("ratio", justify="right")
     for row in rows:
-        cells = [safe_text(row.quantity.label), row.quantity.unit, _number(row.values[0])]
+        cells: list[str | Text] = [safe_text(row.quantity.label), row.quantity.unit]
+        cells.append(_number(row.values[0]))
         for value, delta, ratio in zip(row.values[1:], row.deltas, row.ratios, strict=True):
             cells += [_number(value), _number(delta, signed=True), _ratio(ratio)]
         table.add_row(*cells)

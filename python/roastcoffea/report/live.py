@@ -70,7 +70,9 @@ class LiveView:
         self._title = title
         self._lock = threading.Lock()
         self._recent: deque[dict[str, Any]] = deque()
-        self._totals = {"tasks": 0, "erred": 0, "chunks": 0, "events": 0, "bytes": 0}
+        self._totals: dict[str, float] = dict.fromkeys(
+            ("tasks", "erred", "chunks", "events", "bytes"), 0
+        )
         self._workers: dict[str, dict[str, float | None]] = {}
         self._started_at = time.perf_counter()
         self._live: Live | None = None

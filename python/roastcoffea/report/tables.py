@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from roastcoffea.units import format_bytes, format_time
 
@@ -116,7 +116,7 @@ def fraction(value: Any) -> str:
     return f"{value:.1%}"
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is an int or float (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -161,7 +161,7 @@ KV_COLUMNS = (Column("Metric"), Column("Value", numeric=True))
 Spec = tuple[str, str, Formatter]
 
 
-def _kv_rows(metrics: Mapping[str, Any], specs: Iterable[Spec]) -> list[tuple[Cell, ...]]:
+def _kv_rows(metrics: Mapping[str, Any], specs: Iterable[Spec]) -> list[tuple[Cell, Cell]]:
     return [(_label(label), value_cell(metrics, key, fmt)) for label, key, fmt in specs]
 
 

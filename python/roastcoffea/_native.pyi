@@ -1,0 +1,88 @@
+"""Type stubs of the native extension roastcoffea._native (built from plugin/ and native/)."""
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+#: Version of the msgpack wire formats (worker payloads, snapshots).
+WIRE_VERSION: Final[int]
+#: The series columns, in the order of ``roast_column`` (native/include/roast/series.h).
+SERIES_COLUMNS: Final[tuple[str, ...]]
+
+class DecodeError(ValueError):
+    """Bytes or text from outside (a snapshot, a worker payload, a state file) do not match
+    their format."""
+
+def key_split(key: object) -> str:
+    """The task prefix of a Dask key; equals ``dask.utils.key_split(key)``."""
+
+def decode_snapshot(data: bytes) -> dict[str, Any]:
+    """A snapshot as Python data; DecodeError when malformed."""
+
+def decode_payload(data: bytes) -> dict[str, Any]:
+    """A worker payload as Python data; DecodeError when malformed."""
+
+def state_from_json(text: str | bytes) -> dict[str, Any]:
+    """A native state file as snapshot data; DecodeError when malformed."""
+
+def snapshot_to_state_json(data: bytes) -> str:
+    """The native state file text of a snapshot; DecodeError when malformed."""
+
+class Aggregator:
+    """The scheduler side of the engine: transition hook, ring, tables and series."""
+
+    def __init__(
+        self,
+        *,
+        ring_capacity: int = ...,
+        series_cap_bytes: int = ...,
+        record_cap_bytes: int = ...,
+        started: float | None = ...,
+        auto_drain: bool = ...,
+    ) -> None: ...
+    @property
+    def counters(self) -> dict[str, Any]: ...
+    @property
+    def hook_calls(self) -> int: ...
+    @property
+    def hook_errors(self) -> int: ...
+    def transition(
+        self, key: object, start: str, finish: str, *args: Any, **kwargs: Any
+    ) -> None: ...
+    def drain(self) -> int: ...
+    def set_span_lookup(
+        self, tasks: Mapping[Any, Any] | None, task_groups: Mapping[Any, Any] | None = None
+    ) -> None: ...
+    def worker_seen(self, address: str, name: str, now: float) -> None: ...
+    def worker_removed(self, address: str, now: float) -> None: ...
+    def sample(self, address: str, now: float, values: tuple[float | None, ...]) -> None: ...
+    def add_record(self, address: str, data: bytes, now: float) -> bool: ...
+    def ingest(self, address: str, payload: bytes, now: float) -> bool: ...
+    def set_span(self, span_id: str, parent: str | None, name: tuple[str, ...]) -> None: ...
+    def count_error(self, where: str, n: int = 1) -> None: ...
+    def snapshot(
+        self,
+        spans: Iterable[str] | None = None,
+        t_from: float = 0.0,
+        t_to: float = 0.0,
+        now: float | None = None,
+    ) -> bytes: ...
+    def to_dict(
+        self, spans: Iterable[str] | None = None, t_from: float = 0.0, t_to: float = 0.0
+    ) -> dict[str, Any]: ...
+    def to_json(self) -> str: ...
+
+class DigestTracker:
+    """The worker side: Dask's fine metrics as msgpack payloads for the scheduler."""
+
+    def __init__(self, incarnation: str, window: int = 4, record_cap_bytes: int = ...) -> None: ...
+    @property
+    def incarnation(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def records_dropped(self) -> int: ...
+    def payload(self, digests_total: Mapping[Any, float]) -> bytes: ...
+    def full_payload(self, digests_total: Mapping[Any, float]) -> bytes: ...
+    def queue_record(self, data: bytes) -> bool: ...
