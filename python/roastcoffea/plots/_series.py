@@ -10,25 +10,19 @@ one sort (``np.unique``), never a pairwise match of timestamps.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from numbers import Real
 from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import (
-    COLORS,
-    figure,
-    new_figure,
-    require,
-    require_key,
-    time_axis,
-    to_datetime,
-)
+from roastcoffea.plots import _common as common
+from roastcoffea.plots._common import FigureAxes, Size, TrackingData
 
 #: ``{worker: (sample datetimes, values)}``, workers in address order.
 WorkerSeries = dict[str, tuple[list[dt.datetime], np.ndarray]]
@@ -37,7 +31,9 @@ WorkerSeries = dict[str, tuple[list[dt.datetime], np.ndarray]]
 def _reported(points: Any) -> tuple[list[dt.datetime], np.ndarray]:
     """The points of one worker whose value was reported (not None, finite)."""
     kept = [
-        (to_datetime(t), float(v)) for t, v in points if v is not None and math.isfinite(float(v))
+        (common.to_datetime(t), float(v))
+        for t, v in points
+        if v is not None and math.isfinite(float(v))
     ]
     return [t for t, _ in kept], np.array([v for _, v in kept], dtype=float)
 
@@ -48,7 +44,7 @@ def worker_series(tracking_data: Mapping[str, Any] | None, key: str) -> WorkerSe
     Raises ValueError naming ``key`` when the series is absent or no worker
     reported a single value.
     """
-    series = require_key(tracking_data, key, "tracking_data")
+    series = common.require_key(tracking_data, key, "tracking_data")
     out: WorkerSeries = {}
     for worker in sorted(series, key=str):
         times, values = _reported(series[worker])
@@ -124,7 +120,7 @@ def draw_per_worker(
     """
     for worker, (times, values) in series.items():
         ax.plot(np.asarray(times), values, linewidth=1.2, alpha=0.85, label=worker)
-    time_axis(ax, ylabel, title)
+    common.time_axis(ax, ylabel, title)
     if len(series) <= max_legend_entries:
         ax.legend(title="worker", loc="best", fontsize="small")
     else:
@@ -132,50 +128,60 @@ def draw_per_worker(
 
 
 def per_worker_plot(
-    name: str,
-    module: str,
-    doc: str,
-    read: Callable[[Mapping[str, Any] | None], WorkerSeries],
+    series: str | Callable[[TrackingData], WorkerSeries],
     ylabel: str,
     title: str,
+    reads: str,
     percent: bool = False,
-) -> Callable[..., tuple[Figure, Axes]]:
-    """A figure function drawing one line per worker of the series ``read`` gives.
+    refused: str = "the series is missing or has no reported value",
+) -> Callable[[Callable[[], None]], Callable[..., FigureAxes]]:
+    """Decorate a docstring-only function into a figure of one line per worker.
 
-    Its parameters are ``(tracking_data, output_path=None, figsize=(12, 6),
-    title=title, max_legend_entries=5)``. The y axis starts at 0 and, for a
-    ``percent`` series, reaches at least 100 % (see :func:`percent_ylim`).
+    ``series`` is the key of ``tracking_data`` drawn, or a function giving the
+    series. The figure function keeps the decorated one's name and summary
+    (its docstring) and has the parameters ``(tracking_data, output_path=None,
+    figsize=(12, 6), title=title, max_legend_entries=5)``; its docstring says
+    it ``reads`` that and raises ValueError when ``refused``. The y axis starts
+    at 0 and, for a ``percent`` series, reaches at least 100 %.
     """
+    read = series if callable(series) else partial(worker_series, key=series)
 
-    def draw(
-        tracking_data: Mapping[str, Any] | None,
-        figsize: tuple[float, float] = (12, 6),
-        title: str = title,
-        max_legend_entries: int = 5,
-    ) -> tuple[Figure, Axes]:
-        series = read(tracking_data)
-        fig, ax = new_figure(figsize)
-        draw_per_worker(ax, series, max_legend_entries, ylabel, title)
-        if percent:
-            percent_ylim(ax, peak_of(series))
-        else:
-            ax.set_ylim(bottom=0)
-        return fig, ax
+    def decorate(described: Callable[[], None]) -> Callable[..., FigureAxes]:
+        def draw(
+            tracking_data: TrackingData,
+            figsize: Size = (12, 6),
+            title: str = title,
+            max_legend_entries: int = 5,
+        ) -> FigureAxes:
+            drawn = read(tracking_data)
+            fig, ax = common.new_figure(figsize)
+            draw_per_worker(ax, drawn, max_legend_entries, ylabel, title)
+            if percent:
+                percent_ylim(ax, peak_of(drawn))
+            else:
+                ax.set_ylim(bottom=0)
+            return fig, ax
 
-    draw.__name__ = draw.__qualname__ = name
-    draw.__module__ = module
-    draw.__doc__ = doc
-    return figure(draw)
+        draw.__name__ = draw.__qualname__ = described.__name__
+        draw.__module__ = described.__module__
+        draw.__doc__ = (
+            f"{inspect.cleandoc(described.__doc__ or '')}\n\nParameters\n----------\n"
+            f'tracking_data : mapping\n    ``metrics["tracking_data"]``; reads {reads}.\n\n'
+            f"Raises\n------\nValueError\n    If {refused}.\n"
+        )
+        return common.figure(draw)
+
+    return decorate
 
 
 def band_figure(
-    series: WorkerSeries, color: str, ylabel: str, title: str, figsize: tuple[float, float]
-) -> tuple[Figure, Axes]:
+    series: WorkerSeries, color: str, ylabel: str, title: str, figsize: Size
+) -> FigureAxes:
     """The mean across workers with its min-max band, the y axis from 0 to at least 100 %."""
     stats = across_workers(series)
-    fig, ax = new_figure(figsize)
+    fig, ax = common.new_figure(figsize)
     draw_band(ax, stats, color, "mean")
-    time_axis(ax, ylabel, title)
+    common.time_axis(ax, ylabel, title)
     percent_ylim(ax, float(stats.high.max()))
     ax.legend(loc="upper left", fontsize="small")
     return fig, ax
@@ -212,7 +218,7 @@ def peak_of(series: WorkerSeries) -> float:
 
 def chunk_records(chunk_metrics: Any) -> list[Mapping[str, Any]]:
     """The chunk records (``metrics["raw_chunk_metrics"]``), or ValueError when there are none."""
-    require(chunk_metrics, "chunk records (metrics['raw_chunk_metrics'])")
+    common.require(chunk_metrics, "chunk records (metrics['raw_chunk_metrics'])")
     if isinstance(chunk_metrics, Mapping):
         raise ValueError(
             "chunk_metrics must be the list of chunk records "
@@ -234,7 +240,7 @@ def has_number(record: Mapping[str, Any], field: str) -> bool:
 
 def draw_distribution(ax: Axes, values: np.ndarray, bins: int, unit: str) -> None:
     """Histogram of ``values`` with their mean (red) and median (green) as lines."""
-    ax.hist(values, bins=bins, color=COLORS[0], alpha=0.7, edgecolor="black", label="count")
+    ax.hist(values, bins=bins, color=common.COLORS[0], alpha=0.7, edgecolor="black", label="count")
     mean, median = float(np.mean(values)), float(np.median(values))
     ax.axvline(mean, color="red", linestyle="--", linewidth=2, label=f"mean {mean:.3g}{unit}")
     ax.axvline(

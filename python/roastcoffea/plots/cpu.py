@@ -2,97 +2,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import partial
-from typing import Any
-
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-
-from roastcoffea.plots._common import COLORS, figure
+from roastcoffea.plots._common import COLORS, FigureAxes, Size, TrackingData, figure
 from roastcoffea.plots._series import band_figure, per_worker_plot, worker_series
 
 _CPU_YLABEL = "CPU (% of one core)"
 
-plot_occupancy_timeline = per_worker_plot(
-    "plot_occupancy_timeline",
-    __name__,
+
+@per_worker_plot(
+    "worker_occupancy", "occupancy (s)", "Worker Occupancy Over Time", "``worker_occupancy`` (s)"
+)
+def plot_occupancy_timeline() -> None:
     """Plot each worker's occupancy, one line per worker.
 
     Occupancy is the scheduler's estimate of the seconds of work queued on the
     worker (``WorkerState.occupancy``). Unit: seconds, against UTC time.
+    """
 
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_occupancy`` (s).
 
-    Raises
-    ------
-    ValueError
-        If ``worker_occupancy`` is missing or has no reported value.
-    """,
-    partial(worker_series, key="worker_occupancy"),
-    "occupancy (s)",
-    "Worker Occupancy Over Time",
+@per_worker_plot(
+    "worker_executing",
+    "executing (tasks)",
+    "Executing Tasks Per Worker Over Time",
+    "``worker_executing`` (tasks)",
 )
-
-plot_executing_tasks_timeline = per_worker_plot(
-    "plot_executing_tasks_timeline",
-    __name__,
+def plot_executing_tasks_timeline() -> None:
     """Plot the number of tasks executing on each worker, one line per worker.
 
     The count is ``len(WorkerState.executing)`` at the worker's last heartbeat.
     Unit: tasks, against UTC time.
+    """
 
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_executing`` (tasks).
 
-    Raises
-    ------
-    ValueError
-        If ``worker_executing`` is missing or has no reported value.
-    """,
-    partial(worker_series, key="worker_executing"),
-    "executing (tasks)",
-    "Executing Tasks Per Worker Over Time",
+@per_worker_plot(
+    "worker_cpu", _CPU_YLABEL, "CPU Utilization Per Worker Over Time", "``worker_cpu`` (%)", True
 )
-
-plot_cpu_utilization_per_worker_timeline = per_worker_plot(
-    "plot_cpu_utilization_per_worker_timeline",
-    __name__,
+def plot_cpu_utilization_per_worker_timeline() -> None:
     """Plot each worker process's CPU utilization, one line per worker.
 
     The value is the worker process's ``cpu_percent`` (psutil): 100 % is one
     core, and a worker with several threads can exceed it, so the y axis
     reaches at least 100 % and grows to the largest value instead of clipping.
     Unit: % of one core, against UTC time.
-
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_cpu`` (%).
-
-    Raises
-    ------
-    ValueError
-        If ``worker_cpu`` is missing or has no reported value.
-    """,
-    partial(worker_series, key="worker_cpu"),
-    _CPU_YLABEL,
-    "CPU Utilization Per Worker Over Time",
-    percent=True,
-)
+    """
 
 
 @figure
 def plot_cpu_utilization_mean_timeline(
-    tracking_data: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 4),
-    title: str = "CPU Utilization Over Time",
-) -> tuple[Figure, Axes]:
+    tracking_data: TrackingData, figsize: Size = (10, 4), title: str = "CPU Utilization Over Time"
+) -> FigureAxes:
     """Plot the mean CPU utilization across workers, with its min-max band.
 
     At each sample instant: the mean of ``worker_cpu`` over the workers that

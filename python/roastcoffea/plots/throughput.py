@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,28 +21,19 @@ from roastcoffea.plots._common import (
 )
 from roastcoffea.plots._series import across_workers, per_worker_plot, worker_series
 
-plot_worker_activity_timeline = per_worker_plot(
-    "plot_worker_activity_timeline",
-    __name__,
+
+@per_worker_plot(
+    "worker_active_tasks",
+    "active (tasks)",
+    "Worker Activity Over Time",
+    "``worker_active_tasks`` (tasks)",
+)
+def plot_worker_activity_timeline() -> None:
     """Plot the number of tasks assigned to each worker, one line per worker.
 
     The count is ``len(WorkerState.processing)``: tasks the scheduler has sent
     to the worker, executing or waiting there. Unit: tasks, against UTC time.
-
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
-
-    Raises
-    ------
-    ValueError
-        If ``worker_active_tasks`` is missing or has no reported value.
-    """,
-    partial(worker_series, key="worker_active_tasks"),
-    "active (tasks)",
-    "Worker Activity Over Time",
-)
+    """
 
 
 @figure
