@@ -44,6 +44,7 @@ import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
@@ -279,35 +280,53 @@ def _jets(rng: np.random.Generator, n_events: int) -> tuple[np.ndarray, Fields]:
     return _sort_by_pt(n_events, event, fields)
 
 
+@dataclass(frozen=True)
+class _Flavour:
+    """What makes muons and electrons differ in the generator."""
+
+    mass: float
+    z_fraction: float
+    fake_mean: float
+    pt_min: float  #: acceptance, and the lower end of the non-prompt spectrum
+    eta_max: float
+    resolution: float
+    isolation: str  #: the isolation branch
+    iso_scale: tuple[float, float]  #: exponential scale of prompt, non-prompt isolation
+    dxy_sigma: tuple[float, float]  #: cm, prompt and non-prompt
+    dz_sigma: tuple[float, float]
+
+
+_MUON = _Flavour(
+    MUON_MASS, Z_MUMU_FRACTION, 0.45, 3.0, 2.4, 0.015, "pfRelIso04_all",
+    (0.04, 0.6), (0.002, 0.02), (0.005, 0.05),
+)  # fmt: skip
+_ELECTRON = _Flavour(
+    ELECTRON_MASS, Z_EE_FRACTION, 0.35, 5.0, 2.5, 0.025, "pfRelIso03_all",
+    (0.05, 0.5), (0.003, 0.03), (0.006, 0.06),
+)  # fmt: skip
+
+
 def _leptons(
-    rng: np.random.Generator,
-    n_events: int,
-    *,
-    mass: float,
-    z_fraction: float,
-    fake_mean: float,
-    fake_pt_min: float,
-    pt_min: float,
-    eta_max: float,
-    resolution: float,
+    rng: np.random.Generator, n_events: int, flavour: _Flavour
 ) -> tuple[np.ndarray, Fields, np.ndarray]:
     """Prompt Z leptons plus non-prompt ones, within acceptance, sorted by pT.
 
-    Returns counts, fields (pt, eta, phi, mass, charge) and a ``prompt`` mask that
-    the caller uses for identification, isolation and jet matching.
+    Returns counts, fields (pt, eta, phi, mass, charge, isolation, dxy, dz) and
+    a ``prompt`` mask that the caller uses for identification and jet matching.
     """
-    z_events = np.flatnonzero(rng.random(n_events) < z_fraction)
-    z_pt, z_eta, z_phi = _z_decays(rng, z_events.size, mass)
-    fake_event = _poisson_objects(rng, n_events, fake_mean)
+    f = flavour
+    z_events = np.flatnonzero(rng.random(n_events) < f.z_fraction)
+    z_pt, z_eta, z_phi = _z_decays(rng, z_events.size, f.mass)
+    fake_event = _poisson_objects(rng, n_events, f.fake_mean)
     n_fake = fake_event.size
     event = np.concatenate([z_events, z_events, fake_event])
-    pt = np.concatenate([z_pt.ravel(), _power_law(rng, n_fake, fake_pt_min, 1.8)])
-    pt *= 1.0 + rng.normal(0.0, resolution, pt.size)
+    pt = np.concatenate([z_pt.ravel(), _power_law(rng, n_fake, f.pt_min, 1.8)])
+    pt *= 1.0 + rng.normal(0.0, f.resolution, pt.size)
     fields = {
         "pt": pt,
-        "eta": np.concatenate([z_eta.ravel(), rng.uniform(-eta_max, eta_max, n_fake)]),
+        "eta": np.concatenate([z_eta.ravel(), rng.uniform(-f.eta_max, f.eta_max, n_fake)]),
         "phi": np.concatenate([z_phi.ravel(), _phi(rng, n_fake)]),
-        "mass": np.full(pt.size, mass),
+        "mass": np.full(pt.size, f.mass),
         "charge": np.concatenate(
             [
                 np.full(z_events.size, -1, dtype=np.int32),
@@ -317,49 +336,28 @@ def _leptons(
         ),
         "prompt": np.arange(pt.size) < 2 * z_events.size,
     }
-    accepted = (fields["pt"] > pt_min) & (np.abs(fields["eta"]) < eta_max)
+    accepted = (fields["pt"] > f.pt_min) & (np.abs(fields["eta"]) < f.eta_max)
     fields = {name: values[accepted] for name, values in fields.items()}
     counts, fields = _sort_by_pt(n_events, event[accepted], fields)
-    return counts, fields, fields.pop("prompt")
+    prompt = fields.pop("prompt")
+    n = prompt.size
+    iso = [rng.exponential(scale, n) for scale in f.iso_scale]
+    fields[f.isolation] = np.where(prompt, *iso)
+    fields["dxy"] = rng.normal(0.0, np.where(prompt, *f.dxy_sigma))
+    fields["dz"] = rng.normal(0.0, np.where(prompt, *f.dz_sigma))
+    return counts, fields, prompt
 
 
 def _muons(rng: np.random.Generator, n_events: int) -> tuple[np.ndarray, Fields, np.ndarray]:
-    counts, fields, prompt = _leptons(
-        rng,
-        n_events,
-        mass=MUON_MASS,
-        z_fraction=Z_MUMU_FRACTION,
-        fake_mean=0.45,
-        fake_pt_min=3.0,
-        pt_min=3.0,
-        eta_max=2.4,
-        resolution=0.015,
-    )
-    n = prompt.size
-    fields["pfRelIso04_all"] = np.where(prompt, rng.exponential(0.04, n), rng.exponential(0.6, n))
-    fields["dxy"] = rng.normal(0.0, np.where(prompt, 0.002, 0.02))
-    fields["dz"] = rng.normal(0.0, np.where(prompt, 0.005, 0.05))
-    fields["tightId"] = rng.random(n) < np.where(prompt, 0.97, 0.55)
-    fields["mediumId"] = fields["tightId"] | (rng.random(n) < 0.5)
+    counts, fields, prompt = _leptons(rng, n_events, _MUON)
+    fields["tightId"] = rng.random(prompt.size) < np.where(prompt, 0.97, 0.55)
+    fields["mediumId"] = fields["tightId"] | (rng.random(prompt.size) < 0.5)
     return counts, fields, prompt
 
 
 def _electrons(rng: np.random.Generator, n_events: int) -> tuple[np.ndarray, Fields, np.ndarray]:
-    counts, fields, prompt = _leptons(
-        rng,
-        n_events,
-        mass=ELECTRON_MASS,
-        z_fraction=Z_EE_FRACTION,
-        fake_mean=0.35,
-        fake_pt_min=5.0,
-        pt_min=5.0,
-        eta_max=2.5,
-        resolution=0.025,
-    )
+    counts, fields, prompt = _leptons(rng, n_events, _ELECTRON)
     n = prompt.size
-    fields["pfRelIso03_all"] = np.where(prompt, rng.exponential(0.05, n), rng.exponential(0.5, n))
-    fields["dxy"] = rng.normal(0.0, np.where(prompt, 0.003, 0.03))
-    fields["dz"] = rng.normal(0.0, np.where(prompt, 0.006, 0.06))
     fields["cutBased"] = np.where(
         prompt,
         _choice(rng, n, [0, 1, 2, 3, 4], [0.02, 0.03, 0.10, 0.25, 0.60]),

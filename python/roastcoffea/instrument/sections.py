@@ -3,19 +3,45 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeGuard, TypeVar
 
 import numpy
 
-from roastcoffea.instrument._chunk import ACTIVE, checked_name, safe_rss
+from roastcoffea.instrument._chunk import ACTIVE, Chunk, checked_name, safe_rss
 from roastcoffea.instrument._coffea import events_source
+
+#: Reads the quantity a section measures (None when it cannot).
+Reading = Callable[[], float | None]
 
 
 @contextmanager
-def track_time(processor_self: Any, section_name: str) -> Iterator[None]:
+def _section(kind: str, section_name: str, reader: Callable[[Chunk], Reading]) -> Iterator[None]:
+    """Add the change of ``reader(chunk)()`` over a block to the chunk's ``kind`` table.
+
+    None before or after makes the section unmeasurable (None is sticky).
+    Outside a ``@track_metrics`` call it does nothing.
+    """
+    name = checked_name(section_name)
+    chunk = ACTIVE.get()
+    if chunk is None:
+        yield
+        return
+    read = reader(chunk)
+    before = read()
+    try:
+        yield
+    finally:
+        after = read()
+        chunk.add(kind, name, None if before is None or after is None else after - before)
+
+
+def track_time(processor_self: Any, section_name: str) -> AbstractContextManager[None]:
     """Add the wall time of a block to the chunk's ``timing[section_name]``.
+
+    Seconds of ``time.perf_counter``, recorded also when the block raises.
+    Outside a ``@track_metrics`` call it does nothing.
 
     Parameters
     ----------
@@ -26,39 +52,23 @@ def track_time(processor_self: Any, section_name: str) -> Iterator[None]:
         The section; repeated names within one chunk add up, and
         ``section_counts["timing"][section_name]`` counts the blocks.
 
-    Yields
-    ------
-    None
-
     Raises
     ------
     TypeError
         If ``section_name`` is not a str.
-
-    Notes
-    -----
-    Seconds of ``time.perf_counter``, recorded also when the block raises.
-    Outside a ``@track_metrics`` call it does nothing.
     """
-    name = checked_name(section_name)
-    chunk = ACTIVE.get()
-    if chunk is None:
-        yield
-        return
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        chunk.add("timing", name, time.perf_counter() - start)
+    return _section("timing", section_name, lambda chunk: time.perf_counter)
 
 
 #: Alias of :func:`track_time` (the name of the 0.1 development series).
 track_section = track_time
 
 
-@contextmanager
-def track_memory(processor_self: Any, section_name: str) -> Iterator[None]:
+def track_memory(processor_self: Any, section_name: str) -> AbstractContextManager[None]:
     """Add the change of process RSS over a block to ``memory[section_name]``.
+
+    MiB of resident set size (psutil); None when psutil is missing or fails.
+    Outside a ``@track_metrics`` call it does nothing.
 
     Parameters
     ----------
@@ -67,36 +77,21 @@ def track_memory(processor_self: Any, section_name: str) -> Iterator[None]:
     section_name : str
         The section; repeated names within one chunk add up their deltas.
 
-    Yields
-    ------
-    None
-
     Raises
     ------
     TypeError
         If ``section_name`` is not a str.
-
-    Notes
-    -----
-    MiB of resident set size (psutil); None when psutil is missing or fails.
-    Outside a ``@track_metrics`` call it does nothing.
     """
-    name = checked_name(section_name)
-    chunk = ACTIVE.get()
-    if chunk is None:
-        yield
-        return
-    before = safe_rss()
-    try:
-        yield
-    finally:
-        after = safe_rss()
-        chunk.add("memory", name, None if before is None or after is None else after - before)
+    return _section("memory", section_name, lambda chunk: safe_rss)
 
 
-@contextmanager
-def track_bytes(processor_self: Any, events: Any, section_name: str) -> Iterator[None]:
+def track_bytes(
+    processor_self: Any, events: Any, section_name: str
+) -> AbstractContextManager[None]:
     """Add the bytes read from the file over a block to ``bytes[section_name]``.
+
+    The change of uproot's ``source.num_requested_bytes``; None when no source
+    is reachable. Outside a ``@track_metrics`` call it does nothing.
 
     Parameters
     ----------
@@ -108,35 +103,20 @@ def track_bytes(processor_self: Any, events: Any, section_name: str) -> Iterator
     section_name : str
         The section; repeated names within one chunk add up.
 
-    Yields
-    ------
-    None
-
     Raises
     ------
     TypeError
         If ``section_name`` is not a str.
-
-    Notes
-    -----
-    The change of uproot's ``source.num_requested_bytes``; None when no
-    source is reachable. Outside a ``@track_metrics`` call it does nothing.
     """
-    name = checked_name(section_name)
-    chunk = ACTIVE.get()
-    if chunk is None:
-        yield
-        return
-    try:
-        source = events_source(events)
-    except Exception:
-        source = chunk.source
-    before = None if source is None else source.num_requested_bytes
-    try:
-        yield
-    finally:
-        after = None if source is None else source.num_requested_bytes
-        chunk.add("bytes", name, None if before is None or after is None else after - before)
+
+    def reader(chunk: Chunk) -> Reading:
+        try:
+            source = events_source(events)
+        except Exception:
+            source = chunk.source
+        return (lambda: None) if source is None else (lambda: source.num_requested_bytes)
+
+    return _section("bytes", section_name, reader)
 
 
 _Context = TypeVar("_Context", bound="BaseInstrumentationContext")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -164,9 +165,15 @@ def per_worker_plot(
 
         draw.__name__ = draw.__qualname__ = described.__name__
         draw.__module__ = described.__module__
+        reads_doc = textwrap.fill(
+            f'``metrics["tracking_data"]``; reads {reads}.',
+            76,
+            initial_indent="    ",
+            subsequent_indent="    ",
+        )
         draw.__doc__ = (
             f"{inspect.cleandoc(described.__doc__ or '')}\n\nParameters\n----------\n"
-            f'tracking_data : mapping\n    ``metrics["tracking_data"]``; reads {reads}.\n\n'
+            f"tracking_data : mapping\n{reads_doc}\n\n"
             f"Raises\n------\nValueError\n    If {refused}.\n"
         )
         return common.figure(draw)

@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
 
 
@@ -22,10 +21,10 @@ def _note_failed(ax: Axes, failed: int) -> None:
 @figure
 def plot_runtime_distribution(
     chunk_metrics: list[dict[str, Any]] | None,
-    figsize: tuple[float, float] = (10, 6),
+    figsize: Size = (10, 6),
     title: str = "Chunk Runtime Distribution",
     bins: int = 30,
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the histogram of chunk runtimes, with their mean and median.
 
     The runtime is each successful chunk's ``duration``, the wall time of its
@@ -65,9 +64,9 @@ def plot_runtime_distribution(
 @figure
 def plot_runtime_vs_events(
     chunk_metrics: list[dict[str, Any]] | None,
-    figsize: tuple[float, float] = (10, 6),
+    figsize: Size = (10, 6),
     title: str = "Chunk Runtime vs Number of Events",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot each chunk's runtime against its number of events, with a linear fit.
 
     One point per successful chunk: ``num_events`` on x, ``duration`` (wall

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from roastcoffea.measurement import load_measurement, load_metadata
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, Size, figure, new_figure
 
 #: What ``measurements`` may hold.
 MeasurementLike = (
@@ -193,7 +193,7 @@ COMPARISON_KEYS = (
 def plot_measurement_comparison(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,
-    figsize: tuple[float, float] = (14, 5),
+    figsize: Size = (14, 5),
     title: str = "Measurement Comparison",
 ) -> tuple[Figure, np.ndarray]:
     """Three panels comparing measurements: rates, efficiency, processor vs overhead.
@@ -265,7 +265,7 @@ def _scaling_panel(
 def plot_scaling_study(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,
-    figsize: tuple[float, float] = (12, 5),
+    figsize: Size = (12, 5),
     title: str = "Scaling Study",
 ) -> tuple[Figure, np.ndarray]:
     """Event rate and core efficiency against the number of cores, one point per measurement.

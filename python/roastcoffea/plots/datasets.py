@@ -6,10 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-
-from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require
 
 #: Label of chunks whose record names no dataset.
 NO_DATASET = "(no dataset)"
@@ -33,9 +30,9 @@ def durations_per_dataset(
 @figure
 def plot_dataset_runtimes(
     chunk_metrics: Sequence[dict[str, Any]],
-    figsize: tuple[float, float] = (10, 6),
+    figsize: Size = (10, 6),
     title: str = "Chunk Runtime per Dataset",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Box plot of the chunk durations of each dataset, with the chunk count per dataset.
 
     One box per dataset (sorted by name) of the ``duration`` (s) of its

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
+from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require_key
 
 #: Cells annotated with their value only up to this many (beyond, text would overlap).
 MAX_ANNOTATED_CELLS = 400
@@ -93,10 +92,10 @@ def _annotate_cells(ax: Axes, matrix: np.ndarray, unit: str) -> None:
 @figure
 def plot_fine_metrics_heatmap(
     metrics: dict[str, Any],
-    figsize: tuple[float, float] = (12, 6),
+    figsize: Size = (12, 6),
     title: str = "Fine Metrics per Worker",
     unit: str = "seconds",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Heatmap of Dask's fine performance metrics, one row per worker.
 
     Cell ``(worker, activity)`` is the worker's sum, over every context and task
@@ -162,10 +161,8 @@ def _breakdown_values(metrics: Mapping[str, Any]) -> list[float]:
 
 @figure
 def plot_processor_overhead_breakdown(
-    metrics: dict[str, Any],
-    figsize: tuple[float, float] = (10, 6),
-    title: str = "Processor vs Overhead Time",
-) -> tuple[Figure, Axes]:
+    metrics: dict[str, Any], figsize: Size = (10, 6), title: str = "Processor vs Overhead Time"
+) -> FigureAxes:
     """Stacked bars of processor and overhead thread time, split into CPU and non-CPU.
 
     Two bars, ``processor`` and ``overhead``, each stacking its CPU seconds

@@ -7,10 +7,17 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import COLORS, figure, finite, new_figure, require_key
+from roastcoffea.plots._common import (
+    COLORS,
+    FigureAxes,
+    Size,
+    figure,
+    finite,
+    new_figure,
+    require_key,
+)
 from roastcoffea.plots._series import (
     chunk_records,
     draw_distribution,
@@ -31,10 +38,10 @@ def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
 @figure
 def plot_compression_ratio_distribution(
     metrics: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 6),
+    figsize: Size = (10, 6),
     title: str = "Compression Ratio Distribution Across Files",
     bins: int = 20,
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the histogram of the files' compression ratios, with mean and median.
 
     A file's ratio is the uncompressed / compressed size of the distinct
@@ -67,10 +74,10 @@ def plot_compression_ratio_distribution(
 @figure
 def plot_data_access_percentage(
     metrics: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 6),
+    figsize: Size = (10, 6),
     title: str = "Bytes Read Percentage Distribution",
     bins: int = 20,
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the histogram of the share of each file's bytes that was read.
 
     A file's share is the compressed size of the baskets its chunks read over
@@ -122,9 +129,9 @@ def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
 @figure
 def plot_branch_access_per_chunk(
     chunk_metrics: list[dict[str, Any]] | None,
-    figsize: tuple[float, float] = (12, 6),
+    figsize: Size = (12, 6),
     title: str = "Branches Accessed Per Chunk",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the number of branches each chunk read, one bar per chunk.
 
     Chunks are in the order they started, failed ones included (they read
@@ -162,9 +169,9 @@ def plot_branch_access_per_chunk(
 @figure
 def plot_bytes_accessed_per_chunk(
     chunk_metrics: list[dict[str, Any]] | None,
-    figsize: tuple[float, float] = (12, 6),
+    figsize: Size = (12, 6),
     title: str = "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the compressed and uncompressed bytes each chunk read, side by side.
 
     Per chunk (in start order, failed ones included), two bars: the compressed

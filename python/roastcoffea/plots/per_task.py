@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require
 from roastcoffea.units import byte_unit
 
 #: Contexts whose keys name a task prefix.
@@ -65,8 +64,8 @@ def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None
 def plot_per_task_cpu_io(
     span_metrics: Mapping[Any, Any] | None,
     title: str = "CPU vs I/O Time per Task",
-    figsize: tuple[float, float] = (12, 6),
-) -> tuple[Figure, Axes]:
+    figsize: Size = (12, 6),
+) -> FigureAxes:
     """Plot, per task prefix, the thread time on and off the CPU as paired bars.
 
     ``thread-cpu`` is the CPU time of the threads running the tasks;
@@ -103,8 +102,8 @@ def plot_per_task_cpu_io(
 def plot_per_task_bytes_read(
     span_metrics: Mapping[Any, Any] | None,
     title: str = "Bytes Read per Task",
-    figsize: tuple[float, float] = (12, 6),
-) -> tuple[Figure, Axes]:
+    figsize: Size = (12, 6),
+) -> FigureAxes:
     """Plot, per task prefix, the bytes Dask read back from its spill disk.
 
     Dask's ``disk-read`` activity in ``bytes``: task data spilled to disk and
@@ -143,8 +142,8 @@ _OVERHEAD_STACKS = (
 def plot_per_task_overhead(
     span_metrics: Mapping[Any, Any] | None,
     title: str = "Compression & Serialization Overhead per Task",
-    figsize: tuple[float, float] = (12, 6),
-) -> tuple[Figure, Axes]:
+    figsize: Size = (12, 6),
+) -> FigureAxes:
     """Plot, per task prefix, Dask's compression and serialization time as stacked bars.
 
     Two stacks per prefix: ``compress`` + ``decompress`` on the left,

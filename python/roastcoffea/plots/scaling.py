@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, Size, figure, new_figure
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]
@@ -66,8 +66,7 @@ def _bar_panel(
 
 @figure
 def plot_efficiency_summary(
-    metrics: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 6),
+    metrics: Mapping[str, Any] | None, figsize: Size = (10, 6)
 ) -> tuple[Figure, np.ndarray]:
     """Plot core efficiency and speedup, each on its own axes.
 
@@ -128,8 +127,7 @@ def plot_efficiency_summary(
 
 @figure
 def plot_resource_utilization(
-    metrics: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 6),
+    metrics: Mapping[str, Any] | None, figsize: Size = (10, 6)
 ) -> tuple[Figure, np.ndarray]:
     """Plot workers, cores and peak memory, each on its own axes.
 

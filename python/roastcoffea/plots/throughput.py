@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
+    FigureAxes,
+    Size,
+    TrackingData,
     figure,
     new_figure,
     require,
@@ -38,10 +40,10 @@ def plot_worker_activity_timeline() -> None:
 
 @figure
 def plot_total_active_tasks_timeline(
-    tracking_data: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 5),
+    tracking_data: TrackingData,
+    figsize: Size = (10, 5),
     title: str = "Total Active Tasks Over Time",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the number of tasks assigned to all workers together.
 
     At each sample instant, the sum of ``worker_active_tasks`` over the workers
@@ -134,10 +136,10 @@ def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
 @figure
 def plot_throughput_timeline(
     chunk_info: Mapping[Any, Any] | None,
-    tracking_data: Mapping[str, Any] | None = None,
-    figsize: tuple[float, float] = (12, 6),
+    tracking_data: TrackingData = None,
+    figsize: Size = (12, 6),
     title: str = "Data Throughput Over Time",
-) -> tuple[Figure, Axes]:
+) -> FigureAxes:
     """Plot the data throughput of the chunks being processed, exactly, over time.
 
     Each chunk reads at the constant rate ``bytes_read * 8 / 1e9 / duration``

@@ -6,13 +6,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from matplotlib.axes import Axes
 from matplotlib.dates import date2num
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import (
     COLORS,
+    FigureAxes,
+    Size,
     figure,
     new_figure,
     require_key,
@@ -49,10 +49,8 @@ def _count_label(row: Mapping[str, Any]) -> str:
 
 @figure
 def plot_prefix_timeline(
-    metrics: dict[str, Any],
-    figsize: tuple[float, float] = (12, 6),
-    title: str = "Task Prefix Timeline",
-) -> tuple[Figure, Axes]:
+    metrics: dict[str, Any], figsize: Size = (12, 6), title: str = "Task Prefix Timeline"
+) -> FigureAxes:
     """Gantt chart: one horizontal bar per task prefix, from its first start to its last stop.
 
     The x axis is UTC time (scheduler clock); prefixes are ordered by first

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
+    FigureAxes,
+    Size,
+    TrackingData,
     figure,
     new_figure,
     require_key,
@@ -21,10 +19,8 @@ from roastcoffea.plots._common import (
 
 @figure
 def plot_worker_count_timeline(
-    tracking_data: Mapping[str, Any] | None,
-    figsize: tuple[float, float] = (10, 4),
-    title: str = "Worker Count Over Time",
-) -> tuple[Figure, Axes]:
+    tracking_data: TrackingData, figsize: Size = (10, 4), title: str = "Worker Count Over Time"
+) -> FigureAxes:
     """Plot the number of live workers at each sample instant.
 
     Draws ``tracking_data["worker_counts"]`` in time order as a step line with
