@@ -267,9 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.data_dir,
             args.events,
             args.files,
-            args.chunksize,
-            args.workers,
-            args.output,
+            chunksize=args.chunksize,
+            n_workers=args.workers,
+            output_dir=args.output,
             report=not args.no_report,
         )
     try:

@@ -584,7 +584,7 @@ class MetricsCollector(AbstractContextManager):
         Returns
         -------
         pathlib.Path
-            The measurement directory.
+            The measurement directory written.
 
         Raises
         ------
@@ -641,7 +641,7 @@ class MetricsCollector(AbstractContextManager):
         Returns
         -------
         pathlib.Path
-            ``path``.
+            The report written (``path``).
 
         Raises
         ------

@@ -316,12 +316,13 @@ def main(
     data_dir: str | os.PathLike[str] | None = None,
     n_events: int = DEFAULT_EVENTS,
     n_files: int = DEFAULT_FILES,
-    chunksize: int = DEFAULT_CHUNKSIZE,
-    n_workers: int = 2,
-    output_dir: str | os.PathLike[str] = DEFAULT_OUTPUT,
-    report: bool = True,
+    **run_options: Any,
 ) -> int:
-    """The ``roastcoffea demo`` command; returns the process exit code."""
+    """The ``roastcoffea demo`` command; returns the process exit code.
+
+    Makes the input files when missing, then :func:`run_demo` with
+    ``run_options`` (``chunksize``, ``n_workers``, ``output_dir``, ``report``).
+    """
     directory = default_data_dir() if data_dir is None else Path(data_dir)
     print(f"input: {n_events:,} synthetic NanoAOD events in {n_files} files under {directory}")
     started = time.perf_counter()
@@ -329,7 +330,7 @@ def main(
     size = sum(path.stat().st_size for path in files)
     elapsed = format_time(time.perf_counter() - started)
     print(f"input ready in {elapsed} ({format_bytes(size)})")
-    result = run_demo(directory, n_events, n_files, chunksize, n_workers, output_dir, report=report)
+    result = run_demo(directory, n_events, n_files, **run_options)
     counts = result.output[DATASET]["cutflow"]
     print("cutflow: " + ", ".join(f"{step} {counts[step]:,}" for step in CUTFLOW))
     print(f"measurement saved to {result.measurement}")

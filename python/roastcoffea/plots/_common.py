@@ -22,13 +22,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 
-#: ``metrics["tracking_data"]``, the worker time series, or None.
-TrackingData = Mapping[str, Any] | None
-#: A figure size in inches.
-Size = tuple[float, float]
-#: What a figure function returns.
-FigureAxes = tuple[Figure, Axes]
-
 #: Resolution of saved figures (as roastcoffea 0.1.2).
 DPI = 150
 

@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from roastcoffea.plots import _common as common
-from roastcoffea.plots._common import FigureAxes, Size, TrackingData
+from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 #: ``{worker: (sample datetimes, values)}``, workers in address order.
 WorkerSeries = dict[str, tuple[list[dt.datetime], np.ndarray]]

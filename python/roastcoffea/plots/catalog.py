@@ -21,44 +21,20 @@ from typing import Any, TypeGuard
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from roastcoffea.plots import (
+    chunks,
+    cpu,
+    datasets,
+    fine,
+    io,
+    memory,
+    per_task,
+    scaling,
+    throughput,
+    timeline,
+    workers,
+)
 from roastcoffea.plots._common import finish
-from roastcoffea.plots.chunks import plot_runtime_distribution, plot_runtime_vs_events
-from roastcoffea.plots.cpu import (
-    plot_cpu_utilization_mean_timeline,
-    plot_cpu_utilization_per_worker_timeline,
-    plot_executing_tasks_timeline,
-    plot_occupancy_timeline,
-)
-from roastcoffea.plots.datasets import durations_per_dataset, plot_dataset_runtimes
-from roastcoffea.plots.fine import (
-    BREAKDOWN_KEYS,
-    plot_fine_metrics_heatmap,
-    plot_processor_overhead_breakdown,
-    worker_activity_matrix,
-)
-from roastcoffea.plots.io import (
-    plot_branch_access_per_chunk,
-    plot_bytes_accessed_per_chunk,
-    plot_compression_ratio_distribution,
-    plot_data_access_percentage,
-)
-from roastcoffea.plots.memory import (
-    plot_memory_utilization_mean_timeline,
-    plot_memory_utilization_per_worker_timeline,
-)
-from roastcoffea.plots.per_task import (
-    plot_per_task_bytes_read,
-    plot_per_task_cpu_io,
-    plot_per_task_overhead,
-)
-from roastcoffea.plots.scaling import plot_efficiency_summary, plot_resource_utilization
-from roastcoffea.plots.throughput import (
-    plot_throughput_timeline,
-    plot_total_active_tasks_timeline,
-    plot_worker_activity_timeline,
-)
-from roastcoffea.plots.timeline import plot_prefix_timeline, timed_prefixes
-from roastcoffea.plots.workers import plot_worker_count_timeline
 
 Metrics = Mapping[str, Any]
 Draw = Callable[[Metrics], tuple[Figure, Any]]
@@ -197,22 +173,22 @@ def _fine_unit(metrics: Metrics, unit: str) -> bool:
     per_worker = metrics.get("per_worker_fine_metrics")
     if not isinstance(per_worker, Mapping) or not per_worker:
         return False
-    return bool(worker_activity_matrix(per_worker, unit)[1])
+    return bool(fine.worker_activity_matrix(per_worker, unit)[1])
 
 
 def _breakdown(metrics: Metrics) -> bool:
-    values = [metrics.get(key) for _, _, key in BREAKDOWN_KEYS]
+    values = [metrics.get(key) for _, _, key in fine.BREAKDOWN_KEYS]
     numbers = [v for v in values if _number(v)]
     return len(numbers) == len(values) and sum(numbers) > 0
 
 
 def _prefix_times(metrics: Metrics) -> bool:
     per_prefix = metrics.get("per_prefix")
-    return isinstance(per_prefix, Mapping) and bool(timed_prefixes(per_prefix))
+    return isinstance(per_prefix, Mapping) and bool(timeline.timed_prefixes(per_prefix))
 
 
 def _dataset_durations(metrics: Metrics) -> bool:
-    return bool(durations_per_dataset(_chunks(metrics)))
+    return bool(datasets.durations_per_dataset(_chunks(metrics)))
 
 
 # ---- drawing -----------------------------------------------------------------
@@ -221,7 +197,7 @@ def _dataset_durations(metrics: Metrics) -> bool:
 def _throughput(metrics: Metrics) -> tuple[Figure, Any]:
     """Throughput with the worker count on a twin axis when it was tracked."""
     tracking = metrics.get("tracking_data") if _has_worker_counts(metrics) else None
-    return plot_throughput_timeline(metrics["chunk_info"], tracking)
+    return throughput.plot_throughput_timeline(metrics["chunk_info"], tracking)
 
 
 def _from(key: str, plot: Callable[..., tuple[Figure, Any]], **options: Any) -> Draw:
@@ -249,149 +225,151 @@ _CATALOG: tuple[_Spec, ...] = (
     _spec(
         "worker_count",
         "Worker Count Over Time",
-        _from("tracking_data", plot_worker_count_timeline),
+        _from("tracking_data", workers.plot_worker_count_timeline),
         _has_worker_counts,
     ),
     _spec(
         "memory_utilization_mean",
         "Memory Utilization Over Time",
-        _from("tracking_data", plot_memory_utilization_mean_timeline),
+        _from("tracking_data", memory.plot_memory_utilization_mean_timeline),
         _memory_with_limit,
     ),
     _spec(
         "memory_utilization_per_worker",
         "Memory Utilization Per Worker Over Time",
-        _from("tracking_data", plot_memory_utilization_per_worker_timeline),
+        _from("tracking_data", memory.plot_memory_utilization_per_worker_timeline),
         _memory_with_limit,
     ),
     _series_spec(
         "cpu_utilization_mean",
         "CPU Utilization Over Time",
-        plot_cpu_utilization_mean_timeline,
+        cpu.plot_cpu_utilization_mean_timeline,
         "worker_cpu",
     ),
     _series_spec(
         "cpu_utilization_per_worker",
         "CPU Utilization Per Worker Over Time",
-        plot_cpu_utilization_per_worker_timeline,
+        cpu.plot_cpu_utilization_per_worker_timeline,
         "worker_cpu",
     ),
     _series_spec(
-        "occupancy", "Worker Occupancy Over Time", plot_occupancy_timeline, "worker_occupancy"
+        "occupancy", "Worker Occupancy Over Time", cpu.plot_occupancy_timeline, "worker_occupancy"
     ),
     _series_spec(
         "executing_tasks",
         "Executing Tasks Per Worker Over Time",
-        plot_executing_tasks_timeline,
+        cpu.plot_executing_tasks_timeline,
         "worker_executing",
     ),
     _series_spec(
         "worker_activity",
         "Worker Activity Over Time",
-        plot_worker_activity_timeline,
+        throughput.plot_worker_activity_timeline,
         "worker_active_tasks",
     ),
     _series_spec(
         "total_active_tasks",
         "Total Active Tasks Over Time",
-        plot_total_active_tasks_timeline,
+        throughput.plot_total_active_tasks_timeline,
         "worker_active_tasks",
     ),
     _spec("throughput", "Data Throughput Over Time", _throughput, _measured_chunk_rate),
     _spec(
         "prefix_timeline",
         "Task Prefix Timeline",
-        _whole(plot_prefix_timeline),
+        _whole(timeline.plot_prefix_timeline),
         _prefix_times,
     ),
     _spec(
         "runtime_distribution",
         "Chunk Runtime Distribution",
-        _from("raw_chunk_metrics", plot_runtime_distribution),
+        _from("raw_chunk_metrics", chunks.plot_runtime_distribution),
         lambda m: _chunk_with(m, ("duration",), successful=True),
     ),
     _spec(
         "runtime_vs_events",
         "Chunk Runtime vs Number of Events",
-        _from("raw_chunk_metrics", plot_runtime_vs_events),
+        _from("raw_chunk_metrics", chunks.plot_runtime_vs_events),
         lambda m: _chunk_with(m, ("duration", "num_events"), successful=True),
     ),
     _spec(
         "dataset_runtimes",
         "Chunk Runtime per Dataset",
-        _from("raw_chunk_metrics", plot_dataset_runtimes),
+        _from("raw_chunk_metrics", datasets.plot_dataset_runtimes),
         _dataset_durations,
     ),
     _spec(
         "compression_ratio_distribution",
         "Compression Ratio Distribution Across Files",
-        _whole(plot_compression_ratio_distribution),
+        _whole(io.plot_compression_ratio_distribution),
         lambda m: _finite_list(m, "compression_ratios"),
     ),
     _spec(
         "data_access_percentage",
         "Bytes Read Percentage Distribution",
-        _whole(plot_data_access_percentage),
+        _whole(io.plot_data_access_percentage),
         lambda m: _finite_list(m, "bytes_read_percent_per_file"),
     ),
     _spec(
         "branch_access_per_chunk",
         "Branches Accessed Per Chunk",
-        _from("raw_chunk_metrics", plot_branch_access_per_chunk),
+        _from("raw_chunk_metrics", io.plot_branch_access_per_chunk),
         lambda m: _chunk_with(m, ("num_branches_accessed",)),
     ),
     _spec(
         "bytes_accessed_per_chunk",
         "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
-        _from("raw_chunk_metrics", plot_bytes_accessed_per_chunk),
+        _from("raw_chunk_metrics", io.plot_bytes_accessed_per_chunk),
         lambda m: _chunk_with(m, ("accessed_bytes", "accessed_uncompressed_bytes")),
     ),
     _spec(
         "processor_overhead_breakdown",
         "Processor vs Overhead Time",
-        _whole(plot_processor_overhead_breakdown),
+        _whole(fine.plot_processor_overhead_breakdown),
         _breakdown,
     ),
     _spec(
         "fine_metrics_heatmap",
         "Fine Metrics per Worker",
-        _whole(plot_fine_metrics_heatmap),
+        _whole(fine.plot_fine_metrics_heatmap),
         lambda m: _fine_unit(m, "seconds"),
     ),
     _spec(
         "fine_metrics_bytes_heatmap",
         "Fine Metrics per Worker (bytes)",
-        _whole(plot_fine_metrics_heatmap, unit="bytes", title="Fine Metrics per Worker (bytes)"),
+        _whole(
+            fine.plot_fine_metrics_heatmap, unit="bytes", title="Fine Metrics per Worker (bytes)"
+        ),
         lambda m: _fine_unit(m, "bytes"),
     ),
     _spec(
         "per_task_cpu_io",
         "CPU vs I/O Time per Task",
-        _from("raw_span_metrics", plot_per_task_cpu_io),
+        _from("raw_span_metrics", per_task.plot_per_task_cpu_io),
         lambda m: _span_activity(m, ("thread-cpu", "thread-noncpu"), "seconds"),
     ),
     _spec(
         "per_task_bytes_read",
         "Bytes Read per Task",
-        _from("raw_span_metrics", plot_per_task_bytes_read),
+        _from("raw_span_metrics", per_task.plot_per_task_bytes_read),
         lambda m: _span_activity(m, ("disk-read",), "bytes"),
     ),
     _spec(
         "per_task_overhead",
         "Compression & Serialization Overhead per Task",
-        _from("raw_span_metrics", plot_per_task_overhead),
+        _from("raw_span_metrics", per_task.plot_per_task_overhead),
         lambda m: _span_activity(m, _SECONDS_OVERHEAD, "seconds"),
     ),
     _spec(
         "efficiency_summary",
         "Efficiency Metrics Summary",
-        _whole(plot_efficiency_summary),
+        _whole(scaling.plot_efficiency_summary),
         lambda m: _any_number(m, ("core_efficiency", "speedup_factor")),
     ),
     _spec(
         "resource_utilization",
         "Resource Utilization Summary",
-        _whole(plot_resource_utilization),
+        _whole(scaling.plot_resource_utilization),
         lambda m: _any_number(m, ("avg_workers", "total_cores", "peak_memory_bytes")),
     ),
 )

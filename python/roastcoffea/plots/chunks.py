@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
+from roastcoffea.plots._types import FigureAxes, Size
 
 
 def _note_failed(ax: Axes, failed: int) -> None:
@@ -83,7 +84,8 @@ def plot_runtime_vs_events(
     Raises
     ------
     ValueError
-        If there are no chunk records or no successful chunk has both fields.
+        If no successful chunk record has both ``num_events`` and ``duration``
+        (or there are no chunk records at all).
     """
     records = chunk_records(chunk_metrics)
     good = successful(records)

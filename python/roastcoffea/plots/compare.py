@@ -20,7 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from roastcoffea.measurement import load_measurement, load_metadata
-from roastcoffea.plots._common import COLORS, Size, figure, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._types import Size
 
 #: What ``measurements`` may hold.
 MeasurementLike = (
@@ -279,10 +280,8 @@ def plot_scaling_study(
 
     Parameters
     ----------
-    measurements : sequence
-        Metrics dicts, measurement directories or ``(metrics, metadata)`` pairs.
-    labels : sequence of str, optional
-        One per measurement; default the directory names, else ``"run <n>"``.
+    measurements, labels
+        As :func:`plot_measurement_comparison`.
 
     Returns
     -------

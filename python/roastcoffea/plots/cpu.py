@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, TrackingData, figure
+from roastcoffea.plots._common import COLORS, figure
 from roastcoffea.plots._series import band_figure, per_worker_plot, worker_series
+from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 _CPU_YLABEL = "CPU (% of one core)"
 

@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._types import FigureAxes, Size
 
 #: Label of chunks whose record names no dataset.
 NO_DATASET = "(no dataset)"

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
+from roastcoffea.plots._types import FigureAxes, Size
 
 #: Cells annotated with their value only up to this many (beyond, text would overlap).
 MAX_ANNOTATED_CELLS = 400

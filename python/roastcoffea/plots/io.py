@@ -9,21 +9,14 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import (
-    COLORS,
-    FigureAxes,
-    Size,
-    figure,
-    finite,
-    new_figure,
-    require_key,
-)
+from roastcoffea.plots._common import COLORS, figure, finite, new_figure, require_key
 from roastcoffea.plots._series import (
     chunk_records,
     draw_distribution,
     has_number,
     in_start_order,
 )
+from roastcoffea.plots._types import FigureAxes, Size
 from roastcoffea.units import byte_unit
 
 

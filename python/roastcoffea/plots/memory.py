@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, TrackingData, figure
+from roastcoffea.plots._common import COLORS, figure
 from roastcoffea.plots._series import band_figure, memory_percent, per_worker_plot
+from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 _YLABEL = "memory (% of limit)"
 #: What both memory figures read, and when they refuse.

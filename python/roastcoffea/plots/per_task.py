@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, FigureAxes, Size, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._types import FigureAxes, Size
 from roastcoffea.units import byte_unit
 
 #: Contexts whose keys name a task prefix.

@@ -16,7 +16,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from roastcoffea.plots._common import COLORS, Size, figure, new_figure
+from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._types import Size
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]

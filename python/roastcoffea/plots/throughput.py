@@ -11,9 +11,6 @@ from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
-    FigureAxes,
-    Size,
-    TrackingData,
     figure,
     new_figure,
     require,
@@ -22,6 +19,7 @@ from roastcoffea.plots._common import (
     to_datetime,
 )
 from roastcoffea.plots._series import across_workers, per_worker_plot, worker_series
+from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 
 @per_worker_plot(

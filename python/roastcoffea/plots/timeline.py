@@ -11,14 +11,13 @@ from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import (
     COLORS,
-    FigureAxes,
-    Size,
     figure,
     new_figure,
     require_key,
     time_axis,
     to_datetime,
 )
+from roastcoffea.plots._types import FigureAxes, Size
 
 #: Bar colors: processor prefixes stand out from the rest.
 PROCESSOR_COLOR = COLORS[1]

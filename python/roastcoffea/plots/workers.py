@@ -6,15 +6,13 @@ from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
-    FigureAxes,
-    Size,
-    TrackingData,
     figure,
     new_figure,
     require_key,
     time_axis,
     to_datetime,
 )
+from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 
 @figure
