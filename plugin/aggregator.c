@@ -438,18 +438,6 @@ static PyObject *agg_get_counters(PyObject *op, void *closure)
     return dict;
 }
 
-static PyObject *agg_get_hook_calls(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromUnsignedLongLong(((Aggregator *)op)->hook_calls);
-}
-
-static PyObject *agg_get_hook_errors(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromUnsignedLongLong(((Aggregator *)op)->hook_errors);
-}
-
 static PyMethodDef agg_methods[] = {
     {"transition", (PyCFunction)(void (*)(void))roastpy_agg_transition, METH_VARARGS | METH_KEYWORDS,
      "transition(key, start, finish, *args, **kwargs) -> None\n\n"
@@ -490,9 +478,15 @@ static PyMethodDef agg_methods[] = {
 
 static PyGetSetDef agg_getset[] = {
     {"counters", agg_get_counters, NULL, "The self-report (dict).", NULL},
-    {"hook_calls", agg_get_hook_calls, NULL, "Transition hook calls.", NULL},
-    {"hook_errors", agg_get_hook_errors, NULL, "Transition hook failures (counted).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef agg_members[] = {
+    {"hook_calls", T_ULONGLONG, offsetof(Aggregator, hook_calls), READONLY,
+     "Transition hook calls."},
+    {"hook_errors", T_ULONGLONG, offsetof(Aggregator, hook_errors), READONLY,
+     "Transition hook failures (counted)."},
+    {NULL, 0, 0, 0, NULL},
 };
 
 PyTypeObject roastpy_AggregatorType = {
@@ -509,4 +503,5 @@ PyTypeObject roastpy_AggregatorType = {
     .tp_clear = agg_clear,
     .tp_methods = agg_methods,
     .tp_getset = agg_getset,
+    .tp_members = agg_members,
 };

@@ -1,5 +1,5 @@
 /* decode: the module-level decoders of outside bytes. Malformed input is a
- * ValueError carrying the native decoder's message; a wrong argument type is
+ * DecodeError (a ValueError) carrying the native decoder's message; a wrong argument type is
  * a TypeError. Nothing is read outside the given buffer (native/ checks). */
 #include "roastpy.h"
 
@@ -17,9 +17,11 @@ static int bytes_arg(PyObject *data, Py_buffer *view)
 }
 
 /* Rebuilds the aggregator of snapshot bytes (the caller frees it), or sets
- * an exception and returns NULL. */
+ * an exception and returns NULL. *taken_at (when given) is the snapshot's time. */
 static roast_agg *snapshot_arg(PyObject *data, double *taken_at)
 {
+    double unused;
+    taken_at = taken_at ? taken_at : &unused;
     Py_buffer view;
     if (bytes_arg(data, &view) < 0)
         return NULL;
@@ -96,11 +98,10 @@ PyObject *roastpy_state_from_json(PyObject *module, PyObject *text)
 PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data)
 {
     (void)module;
-    double taken_at = 0;
-    roast_agg *agg = snapshot_arg(data, &taken_at);
+    roast_agg *agg = snapshot_arg(data, NULL);
+    char *json = agg ? roast_store_to_json(agg) : NULL;
     if (!agg)
         return NULL;
-    char *json = roast_store_to_json(agg);
     roast_agg_free(agg);
     if (!json)
         return PyErr_NoMemory();

@@ -255,6 +255,32 @@ static PyObject *intern_name(const char *s)
     return PyUnicode_InternFromString(s);
 }
 
+/* Where each interned name goes in roastpy_n, and its text. */
+static const struct {
+    size_t offset;
+    const char *text;
+} name_table[] = {
+    {offsetof(roastpy_names, worker), "worker"},   {offsetof(roastpy_names, startstops), "startstops"},
+    {offsetof(roastpy_names, nbytes), "nbytes"},   {offsetof(roastpy_names, action), "action"},
+    {offsetof(roastpy_names, start), "start"},     {offsetof(roastpy_names, stop), "stop"},
+    {offsetof(roastpy_names, compute), "compute"}, {offsetof(roastpy_names, transfer), "transfer"},
+    {offsetof(roastpy_names, group), "group"},     {offsetof(roastpy_names, span_id), "span_id"},
+    {offsetof(roastpy_names, other), "Other"},     {offsetof(roastpy_names, dash), "-"},
+};
+
+static PyObject **name_slot(size_t i)
+{
+    return (PyObject **)((char *)&roastpy_n + name_table[i].offset);
+}
+
+static void names_clear(void)
+{
+    for (int i = 1; i < ROAST_STATE_COUNT; i++)
+        Py_CLEAR(roastpy_n.state[i]);
+    for (size_t i = 0; i < sizeof name_table / sizeof name_table[0]; i++)
+        Py_CLEAR(*name_slot(i));
+}
+
 static int names_init(void)
 {
     static const char *const states[ROAST_STATE_COUNT] = {
@@ -263,38 +289,13 @@ static int names_init(void)
         [ROAST_STATE_PROCESSING] = "processing", [ROAST_STATE_MEMORY] = "memory",
         [ROAST_STATE_ERRED] = "erred",         [ROAST_STATE_FORGOTTEN] = "forgotten",
     };
-    roastpy_names *n = &roastpy_n;
     for (int i = 1; i < ROAST_STATE_COUNT; i++)
-        if (!(n->state[i] = intern_name(states[i])))
+        if (!(roastpy_n.state[i] = intern_name(states[i])))
             return -1;
-    n->worker = intern_name("worker");
-    n->startstops = intern_name("startstops");
-    n->nbytes = intern_name("nbytes");
-    n->action = intern_name("action");
-    n->start = intern_name("start");
-    n->stop = intern_name("stop");
-    n->compute = intern_name("compute");
-    n->transfer = intern_name("transfer");
-    n->group = intern_name("group");
-    n->span_id = intern_name("span_id");
-    n->other = intern_name("Other");
-    n->dash = intern_name("-");
-    return n->worker && n->startstops && n->nbytes && n->action && n->start && n->stop &&
-                   n->compute && n->transfer && n->group && n->span_id && n->other && n->dash
-               ? 0
-               : -1;
-}
-
-static void names_clear(void)
-{
-    roastpy_names *n = &roastpy_n;
-    for (int i = 1; i < ROAST_STATE_COUNT; i++)
-        Py_CLEAR(n->state[i]);
-    PyObject **each[] = {&n->worker, &n->startstops, &n->nbytes, &n->action,
-                         &n->start,  &n->stop,       &n->compute, &n->transfer,
-                         &n->group,  &n->span_id,    &n->other,   &n->dash};
-    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
-        Py_CLEAR(*each[i]);
+    for (size_t i = 0; i < sizeof name_table / sizeof name_table[0]; i++)
+        if (!(*name_slot(i) = intern_name(name_table[i].text)))
+            return -1;
+    return 0;
 }
 
 /* The module's state lives in statics (the hook reads the names without a

@@ -7,6 +7,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include "roast/agg.h"
 #include "roast/common.h"
@@ -32,6 +33,9 @@ typedef struct roastpy_names {
 } roastpy_names;
 
 extern roastpy_names roastpy_n;
+
+/* uint64_t fields are exposed as T_ULONGLONG members. */
+_Static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "uint64_t is not unsigned long long");
 
 /* roastcoffea.DecodeError (a ValueError): outside bytes that do not match
  * their format. */

@@ -138,17 +138,28 @@ static bool is_digest_key(PyObject *key)
            (PyTuple_GET_SIZE(key) == NLABELS || PyTuple_GET_SIZE(key) == 3);
 }
 
+/* Advances *pos to the next digest key of the dict; *entry is its entry in
+ * the table, or NULL. Returns false past the last one. */
+static bool next_digest(DigestTracker *self, PyObject *digests, Py_ssize_t *pos, PyObject **key,
+                        PyObject **value, tracker_entry **entry)
+{
+    while (PyDict_Next(digests, pos, key, value)) {
+        if (is_digest_key(*key)) {
+            HASH_FIND_PTR(self->entries, key, *entry);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Pass 1: entries for keys not seen before. Runs Python code (str()), so it
  * changes nothing but the entry table, one whole entry at a time. */
 static int track_new_keys(DigestTracker *self, PyObject *digests)
 {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
-    while (PyDict_Next(digests, &pos, &key, &value)) {
-        tracker_entry *e;
-        if (!is_digest_key(key))
-            continue;
-        HASH_FIND_PTR(self->entries, &key, e);
+    tracker_entry *e;
+    while (next_digest(self, digests, &pos, &key, &value, &e)) {
         if (e)
             continue;
         Py_INCREF(key); /* str() may change the dict under us */
@@ -173,11 +184,8 @@ static void track_values(DigestTracker *self, PyObject *digests, uint64_t seq)
 {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
-    while (PyDict_Next(digests, &pos, &key, &value)) {
-        tracker_entry *e;
-        if (!is_digest_key(key))
-            continue;
-        HASH_FIND_PTR(self->entries, &key, e);
+    tracker_entry *e;
+    while (next_digest(self, digests, &pos, &key, &value, &e)) {
         if (!e || e->skip)
             continue;
         double v;
@@ -389,18 +397,6 @@ static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
-static PyObject *tracker_get_incarnation(PyObject *op, void *closure)
-{
-    (void)closure;
-    return Py_NewRef(((DigestTracker *)op)->incarnation);
-}
-
-static PyObject *tracker_get_seq(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromUnsignedLongLong(((DigestTracker *)op)->seq);
-}
-
 static PyObject *tracker_get_window(PyObject *op, void *closure)
 {
     (void)closure;
@@ -425,12 +421,6 @@ static int tracker_set_window(PyObject *op, PyObject *value, void *closure)
     return 0;
 }
 
-static PyObject *tracker_get_records_dropped(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromUnsignedLongLong(((DigestTracker *)op)->records_dropped);
-}
-
 static PyMethodDef tracker_methods[] = {
     {"payload", tracker_payload, METH_O,
      "payload(digests_total: dict) -> bytes\n\n"
@@ -444,13 +434,18 @@ static PyMethodDef tracker_methods[] = {
 };
 
 static PyGetSetDef tracker_getset[] = {
-    {"incarnation", tracker_get_incarnation, NULL, "The worker incarnation (Worker.id).", NULL},
-    {"seq", tracker_get_seq, NULL, "Payloads made so far.", NULL},
     {"window", tracker_get_window, tracker_set_window,
      "Payloads a change (or a record) is repeated in.", NULL},
-    {"records_dropped", tracker_get_records_dropped, NULL,
-     "Records refused at record_cap_bytes.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef tracker_members[] = {
+    {"incarnation", T_OBJECT_EX, offsetof(DigestTracker, incarnation), READONLY,
+     "The worker incarnation (Worker.id)."},
+    {"seq", T_ULONGLONG, offsetof(DigestTracker, seq), READONLY, "Payloads made so far."},
+    {"records_dropped", T_ULONGLONG, offsetof(DigestTracker, records_dropped), READONLY,
+     "Records refused at record_cap_bytes."},
+    {NULL, 0, 0, 0, NULL},
 };
 
 PyTypeObject roastpy_DigestTrackerType = {
@@ -466,4 +461,5 @@ PyTypeObject roastpy_DigestTrackerType = {
     .tp_clear = tracker_clear,
     .tp_methods = tracker_methods,
     .tp_getset = tracker_getset,
+    .tp_members = tracker_members,
 };

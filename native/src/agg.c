@@ -186,15 +186,14 @@ static void *row_alloc(roast_agg *agg, uint32_t *count, uint32_t cap, size_t siz
         }                                                            \
     } while (0)
 
+/* Row keys are hashed and compared as bytes: they must have no padding. */
+_Static_assert(sizeof(roast_task_key) == 3 * sizeof(roast_id), "task keys have padding");
+_Static_assert(sizeof(roast_digest_key) == 6 * sizeof(roast_id), "digest keys have padding");
+
 static task_row *task_find(const roast_agg *agg, const roast_task_key *key)
 {
-    roast_task_key k;
-    memset(&k, 0, sizeof k);
-    k.worker = key->worker;
-    k.span = key->span;
-    k.prefix = key->prefix;
     task_row *row = NULL;
-    HASH_FIND(hh, agg->tasks, &k, sizeof k, row);
+    HASH_FIND(hh, agg->tasks, key, sizeof *key, row);
     return row;
 }
 
@@ -205,9 +204,7 @@ static roast_status task_get(roast_agg *agg, const roast_task_key *key, task_row
     if (!row) {
         row = row_alloc(agg, &agg->ntasks, agg->limits.max_task_rows, sizeof *row, &status);
         if (row) {
-            row->key.worker = key->worker;
-            row->key.span = key->span;
-            row->key.prefix = key->prefix;
+            row->key = *key;
             ROW_ADD(agg->tasks, key, row, agg->ntasks, status);
         }
     }
@@ -217,16 +214,8 @@ static roast_status task_get(roast_agg *agg, const roast_task_key *key, task_row
 
 static digest_row *digest_find(const roast_agg *agg, const roast_digest_key *key)
 {
-    roast_digest_key k;
-    memset(&k, 0, sizeof k);
-    k.worker = key->worker;
-    k.context = key->context;
-    k.span = key->span;
-    k.prefix = key->prefix;
-    k.activity = key->activity;
-    k.unit = key->unit;
     digest_row *row = NULL;
-    HASH_FIND(hh, agg->digests, &k, sizeof k, row);
+    HASH_FIND(hh, agg->digests, key, sizeof *key, row);
     return row;
 }
 
