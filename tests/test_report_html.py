@@ -139,7 +139,11 @@ def loaded_report(measured: Measured, tmp_path_factory: pytest.TempPathFactory) 
     metrics, t0, t1 = load_measurement(measured.path)
     metadata = load_metadata(measured.path)
     directory = tmp_path_factory.mktemp("loaded")
-    return metrics, metadata, write_report(directory / "sub" / "r.html", metrics, metadata, t0, t1)
+    return (
+        metrics,
+        metadata,
+        write_report(directory / "sub" / "r.html", metrics, metadata, t0=t0, t1=t1),
+    )
 
 
 @pytest.fixture(params=["live", "loaded"])

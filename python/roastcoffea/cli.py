@@ -200,7 +200,7 @@ def _report(args: argparse.Namespace) -> int:
     path = _written(
         output,
         lambda: write_report(
-            output, loaded.metrics, loaded.metadata, loaded.t0, loaded.t1, title=loaded.name
+            output, loaded.metrics, loaded.metadata, t0=loaded.t0, t1=loaded.t1, title=loaded.name
         ),
     )
     print(f"report written to {path}")

@@ -661,7 +661,7 @@ class MetricsCollector(AbstractContextManager):
         metadata = measurement_metadata(
             name, self.t_start, self.t_end, native_file=native_file, extra=self._run_metadata()
         )
-        return write_report(path, metrics, metadata, self.t_start, self.t_end, title=title)
+        return write_report(path, metrics, metadata, t0=self.t_start, t1=self.t_end, title=title)
 
 
 def _last(values: list[float]) -> float:

@@ -155,6 +155,7 @@ def decode_record(data: object) -> dict[str, Any]:
     Parameters
     ----------
     data : bytes
+        One record's msgpack bytes.
 
     Returns
     -------

@@ -15,6 +15,7 @@ measurement.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -253,26 +254,19 @@ def run_demo(
         compression=compression,
     )
     fileset = {DATASET: {"files": {str(path): TREE for path in files}}}
-    if client is not None:
+    with contextlib.ExitStack() as own:
+        if client is None:
+            cluster = own.enter_context(
+                LocalCluster(
+                    n_workers=n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                )
+            )
+            client = own.enter_context(Client(cluster))
         return _measured(
             client,
-            files,
-            fileset,
-            chunksize,
-            output_dir,
-            measurement_name,
-            collect,
-            summary,
-            report,
-        )
-    with (
-        LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        Client(cluster) as own_client,
-    ):
-        return _measured(
-            own_client,
             files,
             fileset,
             chunksize,

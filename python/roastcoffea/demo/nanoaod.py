@@ -661,6 +661,7 @@ def ensure_files(
     directory: str | os.PathLike[str],
     n_events: int = DEFAULT_EVENTS,
     n_files: int = DEFAULT_FILES,
+    *,
     seed: int = DEFAULT_SEED,
     compression: str = DEFAULT_COMPRESSION,
     basket_events: int = DEFAULT_BASKET_EVENTS,

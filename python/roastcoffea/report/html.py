@@ -377,6 +377,7 @@ def write_report(
     path: str | os.PathLike[str],
     metrics: Mapping[str, Any],
     metadata: Mapping[str, Any] | None = None,
+    *,
     t0: float | None = None,
     t1: float | None = None,
     title: str | None = None,
