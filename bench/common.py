@@ -1,4 +1,4 @@
-"""Small helpers shared by the benchmarks: robust summaries and plain-text tables.
+"""Small helpers shared by the benchmarks: robust summaries, plain-text tables, a cluster.
 
 Every benchmark measures on a shared, noisy machine, so figures are medians over
 rounds with their spread (interquartile range), and comparisons are paired per round.
@@ -7,12 +7,16 @@ Nothing here asserts on a timing.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import platform
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from distributed import Client, LocalCluster
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -79,3 +83,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+@contextlib.contextmanager
+def quiet_cluster(n_workers: int = 2) -> Iterator[Client]:
+    """A client of ``LocalCluster(n_workers, threads_per_worker=1, processes=True)``, quiet."""
+    with (
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 import time
 
-from common import machine, median, quantile, table, verdict
-from distributed import Client, LocalCluster, span
+from common import machine, median, quantile, quiet_cluster, table, verdict
+from distributed import Client, span
 from distributed.metrics import context_meter
 
 from roastcoffea.plugin import RoastPlugin, snapshot
@@ -85,16 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (8 if args.quick else 30)
 
     results: dict[bool, list[tuple[float, bool, bool]]] = {True: [], False: []}
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with quiet_cluster() as client:
         client.register_plugin(RoastPlugin())
         one_round(client, args.tasks, "flush-warmup", True)
         for r in range(2 * rounds):

@@ -38,13 +38,12 @@ import argparse
 import asyncio
 import cProfile
 import gc
-import logging
 import pstats
 import sys
 import time
 
-from common import cpu_seconds, iqr, machine, median, table, verdict
-from distributed import Client, LocalCluster
+from common import cpu_seconds, iqr, machine, median, quiet_cluster, table, verdict
+from distributed import Client
 
 from roastcoffea.plugin import RoastPlugin, snapshot, stop
 
@@ -169,16 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     walls: dict[bool, list[tuple[float, float, float, float]]] = {True: [], False: []}
     counted_ok = 0
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with quiet_cluster() as client:
         toggle = Toggle(client)
         order = [True, False]
         for i in range(runs):

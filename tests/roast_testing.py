@@ -74,3 +74,17 @@ def mismatches(ours: dict, theirs: dict, rel: float = 1e-9) -> dict:
         if a is None or b is None or not math.isclose(a, b, rel_tol=rel, abs_tol=1e-12):
             bad[key] = (a, b)
     return bad
+
+
+#: Titles of the tables every summary shows, terminal and HTML alike.
+SUMMARY_TABLES = (
+    "Throughput Metrics",
+    "Event Processing Metrics",
+    "Resource Utilization",
+    "Timing Breakdown",
+    "Fine Metrics (from Dask Spans)",
+    "Fine Metrics per Task Prefix",
+    "Fine Metrics per Worker",
+    "Chunk Metrics",
+    "Monitoring Overhead",
+)

@@ -22,6 +22,7 @@ import pytest
 from distributed import Client
 from matplotlib.image import imread
 from measured_run import Measured
+from roast_testing import SUMMARY_TABLES
 
 from roastcoffea import MetricsCollector, load_measurement
 from roastcoffea.measurement import load_metadata
@@ -177,19 +178,7 @@ def test_every_table_is_written(report: Report) -> None:
     page = Page(path.read_text(encoding="utf-8"))
     expected = tables.build_tables(metrics)
     titles = {t.title for t in expected}
-    for title in (
-        "Throughput Metrics",
-        "Event Processing Metrics",
-        "Resource Utilization",
-        "Timing Breakdown",
-        "Fine Metrics (from Dask Spans)",
-        "Fine Metrics per Task Prefix",
-        "Fine Metrics per Worker",
-        "Chunk Metrics",
-        "Chunks per Dataset",
-        "Sections",
-        "Monitoring Overhead",
-    ):
+    for title in (*SUMMARY_TABLES, "Chunks per Dataset", "Sections"):
         assert title in titles, title
     assert_tables_written(page, expected)
     unavailable = tables.unavailable_table(metrics)
