@@ -38,7 +38,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,25 +51,7 @@
 #define EXACT_UINT_MAX (UINT64_C(1) << 53)
 #define EXACT_INT_MAX 9007199254740992.0
 
-#ifdef __GNUC__
-#define STORE_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define STORE_PRINTF(f, a)
-#endif
-
-static roast_status STORE_PRINTF(4, 5)
-    fail_with(roast_status status, char *err, size_t errcap, const char *fmt, ...)
-{
-    if (err && errcap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errcap, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-#define fail(err, errcap, ...) fail_with(ROAST_EMALFORMED, err, errcap, __VA_ARGS__)
+#define fail(err, errcap, ...) roast_fail(ROAST_EMALFORMED, err, errcap, __VA_ARGS__)
 
 /* ---- base64 and UTF-8 ------------------------------------------------- */
 
@@ -791,19 +772,19 @@ roast_status roast_store_write(const roast_agg *agg, const char *path, char *err
 {
     char *text = roast_store_to_json(agg);
     if (!text)
-        return fail_with(ROAST_ENOMEM, err, errcap, "%s: out of memory building the state", path);
+        return roast_fail(ROAST_ENOMEM, err, errcap, "%s: out of memory building the state", path);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
     if (!tmp) {
         free(text);
-        return fail_with(ROAST_ENOMEM, err, errcap, "%s: out of memory", path);
+        return roast_fail(ROAST_ENOMEM, err, errcap, "%s: out of memory", path);
     }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
     roast_status status = ROAST_OK;
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        status = fail_with(ROAST_EIO, err, errcap, "cannot write %s: %s", path, strerror(errno));
+        status = roast_fail(ROAST_EIO, err, errcap, "cannot write %s: %s", path, strerror(errno));
     } else {
         size_t n = strlen(text);
         bool ok = fwrite(text, 1, n, f) == n;
@@ -818,7 +799,7 @@ roast_status roast_store_write(const roast_agg *agg, const char *path, char *err
         }
         if (!ok) {
             remove(tmp);
-            status = fail_with(ROAST_EIO, err, errcap, "cannot write %s: %s", path, strerror(saved));
+            status = roast_fail(ROAST_EIO, err, errcap, "cannot write %s: %s", path, strerror(saved));
         }
     }
     free(tmp);
@@ -833,7 +814,7 @@ static roast_status read_file(const char *path, char **data, size_t *len, char *
     *data = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail_with(ROAST_EIO, err, errcap, "cannot open %s: %s", path, strerror(errno));
+        return roast_fail(ROAST_EIO, err, errcap, "cannot open %s: %s", path, strerror(errno));
     size_t cap = 0, n = 0;
     char *buf = NULL;
     for (;;) {
@@ -843,7 +824,7 @@ static roast_status read_file(const char *path, char **data, size_t *len, char *
             if (!grown) {
                 free(buf);
                 fclose(f);
-                return fail_with(ROAST_ENOMEM, err, errcap, "%s: out of memory after %zu bytes",
+                return roast_fail(ROAST_ENOMEM, err, errcap, "%s: out of memory after %zu bytes",
                                  path, n);
             }
             buf = grown;
@@ -856,7 +837,7 @@ static roast_status read_file(const char *path, char **data, size_t *len, char *
                 int saved = errno;
                 free(buf);
                 fclose(f);
-                return fail_with(ROAST_EIO, err, errcap, "cannot read %s: %s", path,
+                return roast_fail(ROAST_EIO, err, errcap, "cannot read %s: %s", path,
                                  strerror(saved ? saved : EIO));
             }
             if (feof(f))
@@ -881,6 +862,6 @@ roast_status roast_store_read(const char *path, roast_agg **out, char *err, size
     status = roast_store_from_json(data, len, out, msg, sizeof msg);
     free(data);
     if (status != ROAST_OK)
-        fail_with(status, err, errcap, "%s: %s", path, msg[0] ? msg : roast_status_str(status));
+        roast_fail(status, err, errcap, "%s: %s", path, msg[0] ? msg : roast_status_str(status));
     return status;
 }

@@ -17,14 +17,8 @@
  * The decoder's object tree then costs at most 8 times the payload. */
 #define PAYLOAD_MIN_BYTES 3
 
-#ifdef __GNUC__
-#define WIRE_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define WIRE_PRINTF(f, a)
-#endif
-
 /* Writes the message to err (when given) and returns ROAST_EMALFORMED. */
-roast_status WIRE_PRINTF(3, 4) wire_fail(char *err, size_t errcap, const char *fmt, ...);
+#define wire_fail(err, errcap, ...) roast_fail(ROAST_EMALFORMED, err, errcap, __VA_ARGS__)
 
 /* ---- wire_pack.c ---------------------------------------------------------- */
 

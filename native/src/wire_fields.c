@@ -1,21 +1,9 @@
 /* wire_fields: typed fields of an unpacked msgpack tree; every check that
  * fails says where, through wire_fail. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "wire_codec.h"
 
-roast_status WIRE_PRINTF(3, 4) wire_fail(char *err, size_t errcap, const char *fmt, ...)
-{
-    if (err && errcap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errcap, fmt, ap);
-        va_end(ap);
-    }
-    return ROAST_EMALFORMED;
-}
 
 
 bool wire_get_number(const msgpack_object *o, double *out)

@@ -22,6 +22,17 @@ typedef enum roast_status {
 /* A short constant English description of a status, for error messages. */
 const char *roast_status_str(roast_status status);
 
+#ifdef __GNUC__
+#define ROAST_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ROAST_PRINTF(f, a)
+#endif
+
+/* Writes the printf-style message into err (when err and errcap are given)
+ * and returns status: how the decoders say why input was refused. */
+roast_status ROAST_PRINTF(4, 5)
+    roast_fail(roast_status status, char *err, size_t errcap, const char *fmt, ...);
+
 /* A borrowed view of a UTF-8 string; not NUL-terminated. */
 typedef struct roast_str {
     const char *ptr;
