@@ -335,7 +335,7 @@ def test_no_figure_applies() -> None:
 
 def test_legacy_times_are_not_shown_as_dates() -> None:
     metadata = {"format": "roastcoffea_measurement_v1"}
-    page = Page(render_report({}, metadata, 12.5, 20.0))
+    page = Page(render_report({}, metadata, t0=12.5, t1=20.0))
     assert "Start N/A (not a wall-clock time (roastcoffea 0.1.2))" in page.text
     assert "Duration 7.50 s" in page.text
 

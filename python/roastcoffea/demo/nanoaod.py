@@ -556,6 +556,7 @@ def generate(
     directory: str | os.PathLike[str],
     n_events: int = DEFAULT_EVENTS,
     n_files: int = DEFAULT_FILES,
+    *,
     seed: int = DEFAULT_SEED,
     compression: str = DEFAULT_COMPRESSION,
     basket_events: int = DEFAULT_BASKET_EVENTS,
@@ -695,7 +696,14 @@ def ensure_files(
     manifest_path.unlink(missing_ok=True)
     for stale in out_dir.glob("nano_*.root*"):
         stale.unlink()
-    paths = generate(out_dir, n_events, n_files, seed, compression, basket_events)
+    paths = generate(
+        out_dir,
+        n_events,
+        n_files,
+        seed=seed,
+        compression=compression,
+        basket_events=basket_events,
+    )
     counts = events_per_file(n_events, n_files)
     manifest = {
         **header,

@@ -163,35 +163,63 @@ def per_worker_plot(
                 ax.set_ylim(bottom=0)
             return fig, ax
 
-        draw.__name__ = draw.__qualname__ = described.__name__
-        draw.__module__ = described.__module__
-        reads_doc = textwrap.fill(
-            f'``metrics["tracking_data"]``; reads {reads}.',
-            76,
-            initial_indent="    ",
-            subsequent_indent="    ",
-        )
-        draw.__doc__ = (
-            f"{inspect.cleandoc(described.__doc__ or '')}\n\nParameters\n----------\n"
-            f"tracking_data : mapping\n{reads_doc}\n\n"
-            f"Raises\n------\nValueError\n    If {refused}.\n"
-        )
-        return common.figure(draw)
+        return _described_figure(draw, described, reads, refused)
 
     return decorate
 
 
-def band_figure(
-    series: WorkerSeries, color: str, ylabel: str, title: str, figsize: Size
-) -> FigureAxes:
-    """The mean across workers with its min-max band, the y axis from 0 to at least 100 %."""
-    stats = across_workers(series)
-    fig, ax = common.new_figure(figsize)
-    draw_band(ax, stats, color, "mean")
-    common.time_axis(ax, ylabel, title)
-    percent_ylim(ax, float(stats.high.max()))
-    ax.legend(loc="upper left", fontsize="small")
-    return fig, ax
+def band_plot(
+    series: str | Callable[[TrackingData], WorkerSeries],
+    color: str,
+    ylabel: str,
+    title: str,
+    reads: str,
+    refused: str = "the series is missing or has no reported value",
+) -> Callable[[Callable[[], None]], Callable[..., FigureAxes]]:
+    """Decorate a docstring-only function into a figure of the mean across workers.
+
+    As :func:`per_worker_plot`, for the mean of the series over the workers
+    that reported at each sample instant (line) with their minimum to maximum
+    (band); parameters ``(tracking_data, output_path=None, figsize=(10, 4),
+    title=title)``; the y axis from 0 to at least 100 %.
+    """
+    read = series if callable(series) else partial(worker_series, key=series)
+
+    def decorate(described: Callable[[], None]) -> Callable[..., FigureAxes]:
+        def draw(
+            tracking_data: TrackingData, figsize: Size = (10, 4), title: str = title
+        ) -> FigureAxes:
+            stats = across_workers(read(tracking_data))
+            fig, ax = common.new_figure(figsize)
+            draw_band(ax, stats, color, "mean")
+            common.time_axis(ax, ylabel, title)
+            percent_ylim(ax, float(stats.high.max()))
+            ax.legend(loc="upper left", fontsize="small")
+            return fig, ax
+
+        return _described_figure(draw, described, reads, refused)
+
+    return decorate
+
+
+def _described_figure(
+    draw: Callable[..., FigureAxes], described: Callable[[], None], reads: str, refused: str
+) -> Callable[..., FigureAxes]:
+    """``draw`` as the figure function ``described`` documents (name, module, summary)."""
+    draw.__name__ = draw.__qualname__ = described.__name__
+    draw.__module__ = described.__module__
+    reads_doc = textwrap.fill(
+        f'``metrics["tracking_data"]``; reads {reads}.',
+        76,
+        initial_indent="    ",
+        subsequent_indent="    ",
+    )
+    draw.__doc__ = (
+        f"{inspect.cleandoc(described.__doc__ or '')}\n\nParameters\n----------\n"
+        f"tracking_data : mapping\n{reads_doc}\n\n"
+        f"Raises\n------\nValueError\n    If {refused}.\n"
+    )
+    return common.figure(draw)
 
 
 def note_workers(ax: Axes, count: int) -> None:

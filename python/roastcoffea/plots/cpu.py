@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from roastcoffea.plots._common import COLORS, figure
-from roastcoffea.plots._series import band_figure, per_worker_plot, worker_series
-from roastcoffea.plots._types import FigureAxes, Size, TrackingData
+from roastcoffea.plots._common import COLORS
+from roastcoffea.plots._series import band_plot, per_worker_plot
 
 _CPU_YLABEL = "CPU (% of one core)"
 
@@ -47,26 +46,12 @@ def plot_cpu_utilization_per_worker_timeline() -> None:
     """
 
 
-@figure
-def plot_cpu_utilization_mean_timeline(
-    tracking_data: TrackingData, figsize: Size = (10, 4), title: str = "CPU Utilization Over Time"
-) -> FigureAxes:
+@band_plot("worker_cpu", COLORS[1], _CPU_YLABEL, "CPU Utilization Over Time", "``worker_cpu`` (%)")
+def plot_cpu_utilization_mean_timeline() -> None:
     """Plot the mean CPU utilization across workers, with its min-max band.
 
     At each sample instant: the mean of ``worker_cpu`` over the workers that
     reported (line) and their minimum to maximum (band). 100 % is one core; the
     y axis reaches at least 100 % and grows to show higher values. Unit: % of
     one core, against UTC time.
-
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_cpu`` (%).
-
-    Raises
-    ------
-    ValueError
-        If ``worker_cpu`` is missing or has no reported value.
     """
-    series = worker_series(tracking_data, "worker_cpu")
-    return band_figure(series, COLORS[1], _CPU_YLABEL, title, figsize)

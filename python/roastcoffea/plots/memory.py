@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from roastcoffea.plots._common import COLORS, figure
-from roastcoffea.plots._series import band_figure, memory_percent, per_worker_plot
-from roastcoffea.plots._types import FigureAxes, Size, TrackingData
+from roastcoffea.plots._common import COLORS
+from roastcoffea.plots._series import band_plot, memory_percent, per_worker_plot
 
 _YLABEL = "memory (% of limit)"
 #: What both memory figures read, and when they refuse.
@@ -14,31 +13,15 @@ _READS = (
 _REFUSED = "either series is missing or no sample has both a memory and a limit"
 
 
-@figure
-def plot_memory_utilization_mean_timeline(
-    tracking_data: TrackingData,
-    figsize: Size = (10, 4),
-    title: str = "Memory Utilization Over Time",
-) -> FigureAxes:
+@band_plot(memory_percent, COLORS[0], _YLABEL, "Memory Utilization Over Time", _READS, _REFUSED)
+def plot_memory_utilization_mean_timeline() -> None:
     """Plot the mean memory utilization across workers, with its min-max band.
 
     At each sample instant, each worker's ``worker_memory / worker_memory_limit``
     in percent; the line is the mean over the workers that reported, the band
     their minimum to maximum. Unit: % of the memory limit, against UTC time.
     The y axis reaches at least 100 % and grows to show higher values.
-
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_memory`` and
-        ``worker_memory_limit`` (bytes; samples with a limit of 0 are left out).
-
-    Raises
-    ------
-    ValueError
-        If either series is missing or no sample has both a memory and a limit.
     """
-    return band_figure(memory_percent(tracking_data), COLORS[0], _YLABEL, title, figsize)
 
 
 @per_worker_plot(

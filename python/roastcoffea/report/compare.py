@@ -30,22 +30,27 @@ class Quantity:
 
 #: The compared metrics, in display order.
 KEY_METRICS = (
+    # the run
     Quantity("wall_time", "wall time", "s"),
     Quantity("total_events", "events", "events"),
     Quantity("num_chunks", "chunks", "chunks"),
+    # rates
     Quantity("event_rate_wall_khz", "event rate (wall)", "kHz"),
     Quantity("event_rate_agg_khz", "event rate per processor-second", "kHz"),
     Quantity("event_rate_core_hz", "event rate per core", "Hz"),
     Quantity("overall_rate_gbps", "data rate", "Gbps"),
     Quantity("bytes_read_compressed", "bytes read", "GiB", 2**-30),
+    # efficiency
     Quantity("total_cpu_time", "CPU time", "s"),
     Quantity("core_efficiency", "core efficiency", "%", 100.0),
     Quantity("speedup_factor", "speedup", "x"),
     Quantity("io_overhead_pct", "processor time off CPU", "%"),
+    # processor vs overhead
     Quantity("processor_cpu_time_seconds", "processor CPU", "s"),
     Quantity("processor_noncpu_time_seconds", "processor non-CPU", "s"),
     Quantity("overhead_cpu_time_seconds", "overhead CPU", "s"),
     Quantity("overhead_noncpu_time_seconds", "overhead non-CPU", "s"),
+    # resources
     Quantity("avg_workers", "workers (time average)", "workers"),
     Quantity("total_cores", "cores (time average)", "threads"),
     Quantity("peak_memory_bytes", "peak cluster memory", "GiB", 2**-30),

@@ -323,6 +323,7 @@ def _roastcoffea_version() -> str:
 def render_report(
     metrics: Mapping[str, Any],
     metadata: Mapping[str, Any] | None = None,
+    *,
     t0: float | None = None,
     t1: float | None = None,
     title: str | None = None,
@@ -405,7 +406,7 @@ def write_report(
         When the file cannot be written.
     """
     path = Path(path)
-    text = render_report(metrics, metadata, t0, t1, title)
+    text = render_report(metrics, metadata, t0=t0, t1=t1, title=title)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
