@@ -38,6 +38,7 @@ def test_formatting() -> None:
     assert tables.format_time(725) == "12m 5s"
     assert tables.format_time(3 * 3600 + 61) == "3hr 1m"
     assert tables.format_time(-2.5) == "-2.50 s"
+    assert tables.format_time(0) == "0 s"
     # A byte axis is labelled in the unit format_bytes writes its largest value in.
     for peak in (100, 1000, 5 * 2**20, 3 * 2**40):
         factor, unit = byte_unit(peak)

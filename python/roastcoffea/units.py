@@ -23,8 +23,10 @@ def format_bytes(value: float) -> str:
 
 
 def format_time(seconds: float) -> str:
-    """A duration, e.g. ``"7.50 s"``, ``"500.00 ms"``, ``"59m 59s"`` (Dask's style)."""
+    """A duration, e.g. ``"7.50 s"``, ``"500.00 ms"``, ``"59m 59s"`` (Dask's style); ``"0 s"``."""
     seconds = float(seconds)
+    if seconds == 0:
+        return "0 s"  # Dask writes "0.00 us", which reads as a rounded tiny value
     sign = "-" if seconds < 0 else ""
     return sign + _dask_time(abs(seconds))
 
