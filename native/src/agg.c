@@ -272,16 +272,16 @@ static error_row *error_find(const roast_agg *agg, roast_id name)
 
 /* ---- tasks ---------------------------------------------------------- */
 
+/* A finished task adds to its row as a row of one task would. */
 static void task_done(roast_task_stats *s, const roast_event *ev)
 {
-    s->tasks++;
-    s->compute_s += ev->compute_s;
-    s->transfer_s += ev->transfer_s;
-    s->output_bytes += ev->nbytes;
-    if (ev->start != 0 && (s->first_start == 0 || ev->start < s->first_start))
-        s->first_start = ev->start;
-    if (ev->stop > s->last_stop)
-        s->last_stop = ev->stop;
+    roast_task_stats one = {.tasks = 1,
+                            .compute_s = ev->compute_s,
+                            .transfer_s = ev->transfer_s,
+                            .output_bytes = ev->nbytes,
+                            .first_start = ev->start,
+                            .last_stop = ev->stop};
+    roast_task_stats_add(s, &one);
 }
 
 static bool same_task_key(const roast_task_key *a, const roast_task_key *b)
