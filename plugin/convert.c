@@ -460,25 +460,10 @@ static PyObject *payload_digests(const roast_payload *p)
     return dict;
 }
 
-static PyObject *payload_records(const roast_payload *p)
-{
-    PyObject *list = PyList_New(0);
-    for (size_t i = 0; list && i < p->nrecords; i++) {
-        const roast_record_item *r = &p->records[i];
-        PyObject *row = Py_BuildValue("{sKsy#}", "seq", (unsigned long long)r->seq, "data",
-                                      r->data.ptr, (Py_ssize_t)r->data.len);
-        if (!row || PyList_Append(list, row) < 0)
-            Py_CLEAR(list);
-        Py_XDECREF(row);
-    }
-    return list;
-}
-
 PyObject *roastpy_payload_to_dict(const roast_payload *p)
 {
-    return Py_BuildValue("{sisNsKsKsOsNsN}", "version", ROAST_WIRE_VERSION, "incarnation",
+    return Py_BuildValue("{sisNsKsKsOsN}", "version", ROAST_WIRE_VERSION, "incarnation",
                          roastpy_str(p->incarnation), "seq", (unsigned long long)p->seq,
                          "since", (unsigned long long)p->since, "full",
-                         p->full ? Py_True : Py_False, "digests", payload_digests(p), "records",
-                         payload_records(p));
+                         p->full ? Py_True : Py_False, "digests", payload_digests(p));
 }

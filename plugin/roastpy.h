@@ -95,8 +95,7 @@ PyObject *roastpy_counters_dict(const roast_agg *agg);
 
 /* convert.c: a decoded worker payload as
  * {"version", "incarnation", "seq", "since", "full",
- *  "digests": {(context, span, prefix, activity, unit): value},
- *  "records": [{"seq", "data"}]}. */
+ *  "digests": {(context, span, prefix, activity, unit): value}}. */
 PyObject *roastpy_payload_to_dict(const roast_payload *payload);
 
 /* decode.c: the module-level decoders. */

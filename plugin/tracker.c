@@ -1,6 +1,7 @@
 /* DigestTracker: the worker side. Diffs Worker.digests_total between
- * heartbeats and packs the changes, plus queued instrumentation records,
- * into the msgpack payload of native/include/roast/wire.h.
+ * heartbeats and packs the changes into the msgpack payload of
+ * native/include/roast/wire.h. (Instrumentation records do not ride here:
+ * the worker plugin sends them on the worker's event stream.)
  *
  * Payload n carries every digest that changed in payloads n-window+1 .. n
  * ("since" = n - window), so the scheduler, which reads only some beats,
@@ -12,11 +13,10 @@
  * Worker.digests_total only grows, so the table is bounded by that dict.
  * Labels are converted to UTF-8 once per new key.
  *
- * Threads: queue_record() may come from executor threads and payload()
- * from the event loop. Everything runs under the GIL, and no Python code
- * runs (no str(), no allocation of Python objects) between the first and
- * the last change of a payload's bookkeeping, so each call sees a
- * consistent tracker. */
+ * Everything runs under the GIL on the event loop, and no Python code runs
+ * (no str(), no allocation of Python objects) between the first and the
+ * last change of a payload's bookkeeping, so each call sees a consistent
+ * tracker. */
 #include "roastpy.h"
 
 #include <stdlib.h>
@@ -36,25 +36,12 @@ typedef struct tracker_entry {
     UT_hash_handle hh;
 } tracker_entry;
 
-typedef struct tracker_record {
-    uint64_t seq;   /* record number, 1, 2, ... */
-    uint64_t first; /* first payload that carries it */
-    char *data;     /* owned */
-    size_t len;
-} tracker_record;
-
 typedef struct {
     PyObject_HEAD
     PyObject *incarnation; /* str; its UTF-8 is cached by CPython in the object */
     uint64_t seq;          /* payloads made */
     uint64_t window;
     tracker_entry *entries;
-    tracker_record *records; /* queue, oldest first */
-    size_t nrecords, records_cap;
-    size_t record_bytes;     /* data bytes held, <= record_cap_bytes */
-    size_t record_cap_bytes;
-    uint64_t record_seq;
-    uint64_t records_dropped; /* refused at record_cap_bytes */
 } DigestTracker;
 
 /* ---- entries ------------------------------------------------------------ */
@@ -208,49 +195,17 @@ static void track_values(DigestTracker *self, PyObject *digests, uint64_t seq)
     }
 }
 
-/* ---- records ------------------------------------------------------------ */
-
-/* Forgets the records carried by their last payload (records are queued in
- * order, so they leave from the front). */
-static void records_expire(DigestTracker *self)
-{
-    size_t n = 0;
-    while (n < self->nrecords && self->seq >= self->records[n].first + self->window - 1) {
-        self->record_bytes -= self->records[n].len;
-        free(self->records[n].data);
-        n++;
-    }
-    if (n == 0)
-        return;
-    self->nrecords -= n;
-    memmove(self->records, self->records + n, self->nrecords * sizeof *self->records);
-}
-
-static void records_free(DigestTracker *self)
-{
-    for (size_t i = 0; i < self->nrecords; i++)
-        free(self->records[i].data);
-    free(self->records);
-    self->records = NULL;
-    self->nrecords = self->records_cap = 0;
-    self->record_bytes = 0;
-}
-
 /* ---- payloads ----------------------------------------------------------- */
 
 /* Encodes payload number self->seq into buf: changed entries (or all when
- * full) and every held record. Native memory only. */
+ * full). Native memory only. */
 static roast_status tracker_encode(DigestTracker *self, bool full, roast_buf *buf)
 {
     uint64_t since = full || self->seq <= self->window ? 0 : self->seq - self->window;
     size_t n = HASH_COUNT(self->entries);
     roast_digest_item *items = malloc((n ? n : 1) * sizeof *items);
-    roast_record_item *recs = malloc((self->nrecords ? self->nrecords : 1) * sizeof *recs);
-    if (!items || !recs) {
-        free(items);
-        free(recs);
+    if (!items)
         return ROAST_ENOMEM;
-    }
     size_t k = 0;
     for (tracker_entry *e = self->entries; e; e = e->hh.next) {
         if (e->skip || e->fresh || (!full && e->changed <= since))
@@ -259,16 +214,11 @@ static roast_status tracker_encode(DigestTracker *self, bool full, roast_buf *bu
                                        e->label[3], e->label[4], e->value};
         k++;
     }
-    for (size_t i = 0; i < self->nrecords; i++)
-        recs[i] = (roast_record_item){self->records[i].seq,
-                                      {self->records[i].data, self->records[i].len}};
     Py_ssize_t inc_len;
     const char *inc = PyUnicode_AsUTF8AndSize(self->incarnation, &inc_len); /* cached */
-    roast_payload p = {{inc, (size_t)inc_len}, self->seq, since, full,
-                       items, k, recs, self->nrecords};
+    roast_payload p = {{inc, (size_t)inc_len}, self->seq, since, full, items, k};
     roast_status st = roast_wire_encode_payload(&p, buf);
     free(items);
-    free(recs);
     return st;
 }
 
@@ -284,8 +234,6 @@ static PyObject *tracker_make(DigestTracker *self, PyObject *digests, bool full)
     track_values(self, digests, self->seq);
     roast_buf buf = {NULL, 0, 0};
     roast_status st = tracker_encode(self, full, &buf);
-    if (st == ROAST_OK)
-        records_expire(self);
     PyObject *bytes = st == ROAST_OK ? PyBytes_FromStringAndSize(buf.data, (Py_ssize_t)buf.len)
                                      : roastpy_raise(st, NULL);
     roast_buf_free(&buf);
@@ -300,43 +248,6 @@ static PyObject *tracker_payload(PyObject *op, PyObject *digests)
 static PyObject *tracker_full_payload(PyObject *op, PyObject *digests)
 {
     return tracker_make((DigestTracker *)op, digests, true);
-}
-
-static PyObject *tracker_queue_record(PyObject *op, PyObject *data)
-{
-    DigestTracker *self = (DigestTracker *)op;
-    Py_buffer view;
-    if (PyUnicode_Check(data))
-        return PyErr_Format(PyExc_TypeError, "record data must be bytes, not str");
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    size_t len = (size_t)view.len;
-    PyObject *result = Py_False;
-    if (len > self->record_cap_bytes - self->record_bytes) {
-        self->records_dropped++;
-    } else {
-        if (self->nrecords == self->records_cap) {
-            size_t cap = self->records_cap ? self->records_cap * 2 : 16;
-            tracker_record *grown = realloc(self->records, cap * sizeof *grown);
-            if (!grown)
-                goto nomem;
-            self->records = grown;
-            self->records_cap = cap;
-        }
-        char *copy = malloc(len ? len : 1);
-        if (!copy)
-            goto nomem;
-        memcpy(copy, view.buf, len);
-        self->records[self->nrecords++] =
-            (tracker_record){++self->record_seq, self->seq + 1, copy, len};
-        self->record_bytes += len;
-        result = Py_True;
-    }
-    PyBuffer_Release(&view);
-    return Py_NewRef(result);
-nomem:
-    PyBuffer_Release(&view);
-    return PyErr_NoMemory();
 }
 
 /* ---- type --------------------------------------------------------------- */
@@ -369,21 +280,20 @@ static void tracker_dealloc(PyObject *op)
     DigestTracker *self = (DigestTracker *)op;
     PyObject_GC_UnTrack(op);
     entries_clear(self);
-    records_free(self);
     Py_XDECREF(self->incarnation);
     Py_TYPE(op)->tp_free(op);
 }
 
 static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"incarnation", "window", "record_cap_bytes", NULL};
+    static char *kwlist[] = {"incarnation", "window", NULL};
     PyObject *incarnation;
-    Py_ssize_t window = 4, cap = 16 << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|nn:DigestTracker", kwlist, &incarnation,
-                                     &window, &cap))
+    Py_ssize_t window = 4;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|n:DigestTracker", kwlist, &incarnation,
+                                     &window))
         return NULL;
-    if (window < 1 || cap < 0) {
-        PyErr_SetString(PyExc_ValueError, "window must be >= 1 and record_cap_bytes >= 0");
+    if (window < 1) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 1");
         return NULL;
     }
     if (!PyUnicode_AsUTF8AndSize(incarnation, NULL))
@@ -393,7 +303,6 @@ static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->incarnation = Py_NewRef(incarnation);
     self->window = (uint64_t)window;
-    self->record_cap_bytes = (size_t)cap;
     return (PyObject *)self;
 }
 
@@ -424,18 +333,15 @@ static int tracker_set_window(PyObject *op, PyObject *value, void *closure)
 static PyMethodDef tracker_methods[] = {
     {"payload", tracker_payload, METH_O,
      "payload(digests_total: dict) -> bytes\n\n"
-     "The digests that changed in the last `window` payloads, and the queued records."},
+     "The digests that changed in the last `window` payloads."},
     {"full_payload", tracker_full_payload, METH_O,
-     "full_payload(digests_total: dict) -> bytes\n\nEvery digest and every queued record."},
-    {"queue_record", tracker_queue_record, METH_O,
-     "queue_record(data: bytes) -> bool\n\n"
-     "Queues a record for the next `window` payloads; False when at the byte cap."},
+     "full_payload(digests_total: dict) -> bytes\n\nEvery digest."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef tracker_getset[] = {
     {"window", tracker_get_window, tracker_set_window,
-     "Payloads a change (or a record) is repeated in.", NULL},
+     "Payloads a change is repeated in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -443,8 +349,6 @@ static PyMemberDef tracker_members[] = {
     {"incarnation", T_OBJECT_EX, offsetof(DigestTracker, incarnation), READONLY,
      "The worker incarnation (Worker.id)."},
     {"seq", T_ULONGLONG, offsetof(DigestTracker, seq), READONLY, "Payloads made so far."},
-    {"records_dropped", T_ULONGLONG, offsetof(DigestTracker, records_dropped), READONLY,
-     "Records refused at record_cap_bytes."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -453,7 +357,7 @@ PyTypeObject roastpy_DigestTrackerType = {
     .tp_name = "roastcoffea._native.DigestTracker",
     .tp_basicsize = sizeof(DigestTracker),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "DigestTracker(incarnation: str, window: int = 4, record_cap_bytes: int = 16 << 20)"
+    .tp_doc = "DigestTracker(incarnation: str, window: int = 4)"
               "\n\nThe worker side: diffs Worker.digests_total into heartbeat payloads.",
     .tp_new = tracker_new,
     .tp_dealloc = tracker_dealloc,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -30,7 +29,7 @@ def test_first_payload_carries_everything_then_only_changes() -> None:
     assert p1["incarnation"] == "inc-1"
     assert (p1["seq"], p1["since"], p1["full"]) == (1, 0, False)
     assert p1["digests"] == {CPU: 1.5, READ: 4096.0, NET5: 2.0}
-    assert p1["records"] == []
+    assert set(p1) == {"version", "incarnation", "seq", "since", "full", "digests"}
     # nothing changed: the window still repeats payload 1's changes once
     p2 = payload(tracker, d)
     assert (p2["seq"], p2["since"]) == (2, 0)
@@ -140,41 +139,12 @@ def test_label_conversion_may_change_the_dict() -> None:
     assert digests[("ctx", "", "", "grower", "s")] == 5.0
 
 
-def test_records_ride_window_payloads_then_go() -> None:
-    tracker = DigestTracker("inc-1", window=2)
-    assert tracker.queue_record(b"first")
-    assert tracker.queue_record(memoryview(b"second"))
-    p1 = payload(tracker, {})
-    assert p1["records"] == [{"seq": 1, "data": b"first"}, {"seq": 2, "data": b"second"}]
-    assert tracker.queue_record(b"third")
-    p2 = payload(tracker, {})
-    assert [r["seq"] for r in p2["records"]] == [1, 2, 3]
-    p3 = payload(tracker, {})
-    assert p3["records"] == [{"seq": 3, "data": b"third"}]
-    assert payload(tracker, {})["records"] == []
+def test_records_do_not_ride_payloads() -> None:
+    # Instrumentation records travel on the worker's event stream, not here.
+    tracker = DigestTracker("inc-1")
+    assert not hasattr(tracker, "queue_record")
     with pytest.raises(TypeError):
-        tracker.queue_record("text")
-
-
-def test_full_payload_carries_held_records() -> None:
-    tracker = DigestTracker("inc-1", window=3)
-    tracker.queue_record(b"a")
-    payload(tracker, {})
-    tracker.queue_record(b"b")
-    full = decode_payload(tracker.full_payload({}))
-    assert [r["data"] for r in full["records"]] == [b"a", b"b"]
-
-
-def test_record_cap() -> None:
-    tracker = DigestTracker("inc-1", window=1, record_cap_bytes=10)
-    assert tracker.queue_record(b"123456")
-    assert not tracker.queue_record(b"123456")
-    assert tracker.queue_record(b"1234")
-    assert not tracker.queue_record(b"x")
-    assert tracker.records_dropped == 2
-    assert [r["data"] for r in payload(tracker, {})["records"]] == [b"123456", b"1234"]
-    assert tracker.queue_record(b"0123456789")  # room again once sent window times
-    assert tracker.records_dropped == 2
+        DigestTracker("inc-1", 4, 10)
 
 
 def test_attributes() -> None:
@@ -193,29 +163,3 @@ def test_attributes() -> None:
     with pytest.raises(TypeError):
         DigestTracker(5)
     assert decode_payload(tracker.payload({}))["incarnation"] == "inc-é"
-
-
-def test_records_from_threads_are_each_sent_once() -> None:
-    tracker = DigestTracker("inc-1", window=1)
-    per_thread, nthreads = 500, 4
-    d = {CPU: 0.0}
-    seen: list[int] = []
-    stop = threading.Event()
-
-    def worker(n: int) -> None:
-        for i in range(per_thread):
-            assert tracker.queue_record(f"{n}-{i}".encode())
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(nthreads)]
-    for t in threads:
-        t.start()
-    while not stop.is_set():
-        d[CPU] += 1.0
-        seen.extend(r["seq"] for r in payload(tracker, d)["records"])
-        if not any(t.is_alive() for t in threads):
-            stop.set()
-    for t in threads:
-        t.join()
-    seen.extend(r["seq"] for r in payload(tracker, d)["records"])
-    assert sorted(seen) == list(range(1, per_thread * nthreads + 1))
-    assert tracker.records_dropped == 0

@@ -40,7 +40,6 @@ typedef struct digest_row {
 
 typedef struct worker_row {
     roast_worker_info info; /* keyed by info.address */
-    uint64_t record_seq;    /* last record seq seen from info.incarnation */
     UT_hash_handle hh;
 } worker_row;
 
@@ -378,10 +377,8 @@ roast_status roast_agg_restore_worker(roast_agg *agg, const roast_worker_info *i
 {
     worker_row *row;
     roast_status status = worker_get(agg, info->address, &row);
-    if (row) {
+    if (row)
         row->info = *info;
-        row->record_seq = 0;
-    }
     return status;
 }
 
@@ -402,7 +399,6 @@ roast_status roast_agg_worker_beat(roast_agg *agg, roast_id address, roast_id in
             w->restarts++;
         w->incarnation = incarnation;
         w->last_seq = 0;
-        row->record_seq = 0;
     } else if (seq <= w->last_seq) {
         return ROAST_OK; /* stale: an older beat read again */
     }
@@ -521,28 +517,6 @@ static roast_status record_append(roast_agg *agg, roast_id worker, uint64_t seq,
     r->data.len = len;
     agg->record_bytes += cost;
     return ROAST_OK;
-}
-
-roast_status roast_agg_add_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
-                                  const char *data, size_t len, bool *kept)
-{
-    *kept = false;
-    if (len && !data)
-        return ROAST_EINVAL;
-    worker_row *row = worker_find(agg, worker);
-    if (!row)
-        return ROAST_EINVAL;
-    if (seq <= row->record_seq)
-        return ROAST_OK;
-    roast_status status = record_append(agg, worker, seq, time, data, len);
-    if (status == ROAST_ENOMEM)
-        return status;
-    row->record_seq = seq; /* seen, even when refused at the cap */
-    if (status == ROAST_OK) {
-        agg->counters.records++;
-        *kept = true;
-    }
-    return status;
 }
 
 roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,

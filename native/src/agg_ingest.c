@@ -53,19 +53,9 @@ static roast_status ingest_apply(roast_agg *agg, roast_id address, double now, c
                                    needs_flush);
     if (status != ROAST_OK || !apply)
         return status;
-    for (size_t i = 0; i < p->ndigests; i++) {
+    for (size_t i = 0; i < p->ndigests && status == ROAST_OK; i++)
         status = ingest_digest(agg, address, inc, &p->digests[i]);
-        if (status != ROAST_OK)
-            return status;
-    }
-    for (size_t i = 0; i < p->nrecords; i++) {
-        bool kept;
-        const roast_record_item *r = &p->records[i];
-        status = roast_agg_add_record(agg, address, r->seq, now, r->data.ptr, r->data.len, &kept);
-        if (status != ROAST_OK && status != ROAST_EFULL)
-            return status;
-    }
-    return ROAST_OK;
+    return status;
 }
 
 roast_status roast_agg_ingest_payload(roast_agg *agg, roast_id address, double now,

@@ -5,15 +5,13 @@
 
 #include "wire_codec.h"
 
-/* ==== worker payload ====================================================== */
-
-enum { P_V, P_INC, P_SEQ, P_SINCE, P_FULL, P_DIGESTS, P_RECORDS, P_NKEYS };
-static const char *const payload_keys[P_NKEYS] = {"v", "inc", "seq", "since", "full", "digests", "records"};
+/* A payload of an earlier build may also carry "records": unknown keys are ignored. */
+enum { P_V, P_INC, P_SEQ, P_SINCE, P_FULL, P_DIGESTS, P_NKEYS };
+static const char *const payload_keys[P_NKEYS] = {"v", "inc", "seq", "since", "full", "digests"};
 
 roast_status roast_wire_encode_payload(const roast_payload *payload, roast_buf *out)
 {
-    if (!payload || !out || (payload->ndigests && !payload->digests) ||
-        (payload->nrecords && !payload->records))
+    if (!payload || !out || (payload->ndigests && !payload->digests))
         return ROAST_EINVAL;
     wire_out o = {out, out->len, false, false};
     msgpack_packer pk;
@@ -44,21 +42,12 @@ roast_status roast_wire_encode_payload(const roast_payload *payload, roast_buf *
         wire_pack_str(&pk, d->unit);
         wire_pack_number(&pk, d->value);
     }
-    wire_pack_key(&pk, "records");
-    msgpack_pack_array(&pk, payload->nrecords);
-    for (size_t i = 0; i < payload->nrecords && !o.failed; i++) {
-        msgpack_pack_array(&pk, 2);
-        msgpack_pack_uint64(&pk, payload->records[i].seq);
-        msgpack_pack_bin(&pk, payload->records[i].data.len);
-        msgpack_pack_bin_body(&pk, payload->records[i].data.ptr, payload->records[i].data.len);
-    }
     return wire_out_finish(&o);
 }
 
 struct roast_payload_decoded {
     roast_payload view;
     roast_digest_item *digests; /* owned; strings point into the input */
-    roast_record_item *records; /* owned; data points into the input */
 };
 
 const roast_payload *roast_payload_view(const roast_payload_decoded *decoded)
@@ -71,7 +60,6 @@ void roast_payload_decoded_free(roast_payload_decoded *decoded)
     if (!decoded)
         return;
     free(decoded->digests);
-    free(decoded->records);
     free(decoded);
 }
 
@@ -103,29 +91,6 @@ static roast_status decode_digests(const msgpack_object *arr, roast_payload_deco
     return ROAST_OK;
 }
 
-static roast_status decode_records(const msgpack_object *arr, roast_payload_decoded *d, char *err,
-                                   size_t errcap)
-{
-    if (arr->type != MSGPACK_OBJECT_ARRAY)
-        return wire_fail(err, errcap, "payload.records: expected an array");
-    size_t n = arr->via.array.size;
-    d->records = calloc(n ? n : 1, sizeof *d->records);
-    if (!d->records)
-        return ROAST_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const msgpack_object *row = &arr->via.array.ptr[i];
-        if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 2)
-            return wire_fail(err, errcap, "payload.records[%zu]: expected an array of 2", i);
-        if (!wire_get_uint(&row->via.array.ptr[0], &d->records[i].seq))
-            return wire_fail(err, errcap, "payload.records[%zu][0]: expected an unsigned integer", i);
-        if (!wire_get_bytes(&row->via.array.ptr[1], &d->records[i].data))
-            return wire_fail(err, errcap, "payload.records[%zu][1]: expected bytes", i);
-    }
-    d->view.records = d->records;
-    d->view.nrecords = n;
-    return ROAST_OK;
-}
-
 static roast_status decode_payload_object(const msgpack_object *top, roast_payload_decoded *d,
                                           char *err, size_t errcap)
 {
@@ -144,10 +109,7 @@ static roast_status decode_payload_object(const msgpack_object *top, roast_paylo
     if (f[P_FULL]->type != MSGPACK_OBJECT_BOOLEAN)
         return wire_fail(err, errcap, "payload.full: expected a boolean");
     d->view.full = f[P_FULL]->via.boolean;
-    status = decode_digests(f[P_DIGESTS], d, err, errcap);
-    if (status == ROAST_OK)
-        status = decode_records(f[P_RECORDS], d, err, errcap);
-    return status;
+    return decode_digests(f[P_DIGESTS], d, err, errcap);
 }
 
 roast_status roast_wire_decode_payload(const char *data, size_t len, roast_payload_decoded **out,

@@ -61,10 +61,9 @@ static roast_agg *tricky_agg(size_t series_cap, int samples)
     CHECK(roast_agg_restore_task(agg, &tk2, &ts2) == ROAST_OK);
     CHECK(roast_agg_set_span(agg, c, ROAST_ID_EMPTY, b) == ROAST_OK);
     CHECK(roast_agg_set_span(agg, uni, c, PUT(agg, "name\x1f" "child")) == ROAST_OK);
-    bool kept;
-    CHECK(roast_agg_add_record(agg, a, 1, 1700000002.25, "\0\1\2\3\xff", 5, &kept) == ROAST_OK);
-    CHECK(roast_agg_add_record(agg, a, 2, 1700000002.5, "", 0, &kept) == ROAST_OK);
-    CHECK(roast_agg_add_record(agg, b, 7, 0.1 + 0.2, "ab", 2, &kept) == ROAST_OK);
+    CHECK(roast_agg_restore_record(agg, a, 1, 1700000002.25, "\0\1\2\3\xff", 5) == ROAST_OK);
+    CHECK(roast_agg_restore_record(agg, a, 2, 1700000002.5, "", 0) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, b, 0.1 + 0.2, "ab", 2) == ROAST_OK);
     CHECK(roast_agg_count_error(agg, "bad\xffname", 8, UINT64_MAX - 1) == ROAST_OK);
     CHECK(roast_agg_count_error(agg, "sample", 6, 1) == ROAST_OK);
     for (int i = 0; i < samples; i++) {

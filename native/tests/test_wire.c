@@ -130,17 +130,10 @@ static const roast_digest_item sample_digests[] = {
     {{"execute", 7}, {"span-2", 6}, {"sum", 3}, {"big", 3}, {"count", 5}, 9007199254740993.0},
     {{"execute", 7}, {"span-2", 6}, {"sum", 3}, {"neg", 3}, {"count", 5}, -9.2e18},
 };
-static const roast_record_item sample_records[] = {
-    {1, {"\x81\xa1k\x01", 4}},
-    {2, {"", 0}},
-    {3, {"with\0nul", 8}},
-};
-
 static void sample_payload(roast_buf *out, const char *inc, uint64_t seq, uint64_t since, bool full)
 {
     roast_payload p = {S(inc), seq, since, full, sample_digests,
-                       sizeof sample_digests / sizeof sample_digests[0], sample_records,
-                       sizeof sample_records / sizeof sample_records[0]};
+                       sizeof sample_digests / sizeof sample_digests[0]};
     out->len = 0;
     CHECK(roast_wire_encode_payload(&p, out) == ROAST_OK);
 }
@@ -174,15 +167,10 @@ static void test_payload_round_trip(void)
         /* zero copy: the views point into the input */
         CHECK(b->activity.ptr >= data && b->activity.ptr < data + buf.len);
     }
-    CHECK_EQ_U(p->nrecords, 3);
-    for (size_t i = 0; i < 3 && i < p->nrecords; i++) {
-        CHECK_EQ_U(p->records[i].seq, sample_records[i].seq);
-        CHECK(view_eq(p->records[i].data, sample_records[i].data));
-    }
     roast_payload_decoded_free(d);
 
     /* empty payload; appending encoders keep what the buffer held */
-    roast_payload empty = {S(""), 0, 0, false, NULL, 0, NULL, 0};
+    roast_payload empty = {S(""), 0, 0, false, NULL, 0};
     size_t before = buf.len;
     CHECK(roast_wire_encode_payload(&empty, &buf) == ROAST_OK);
     CHECK(buf.len > before);
@@ -196,8 +184,8 @@ static void test_payload_round_trip(void)
 
 static void test_payload_accepts_int_float_str_and_extra_keys(void)
 {
-    /* a payload written by another packer: float32 and int values, str data,
-     * an extra key, keys in another order */
+    /* a payload written by another packer: float32 and int values, extra keys
+     * (an earlier build's "records" among them), keys in another order */
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
@@ -243,7 +231,6 @@ static void test_payload_accepts_int_float_str_and_extra_keys(void)
         CHECK_EQ_U(p->seq, 1ull << 40);
         for (int i = 0; i < 3; i++)
             CHECK_EQ_D(p->digests[i].value, expect[i]);
-        CHECK_STR(p->records[0].data, "txt");
         roast_payload_decoded_free(d);
     }
     free(data);
@@ -282,33 +269,28 @@ static void test_payload_truncated_everywhere(void)
 
 static void payload_mutate(int which, msgpack_object *top)
 {
-    static const char *keys[] = {"v", "inc", "seq", "since", "full", "digests", "records"};
+    static const char *keys[] = {"v", "inc", "seq", "since", "full", "digests"};
     msgpack_object *digests = get_key(top, "digests");
-    msgpack_object *records = get_key(top, "records");
-    if (which < 7) {
+    if (which < 6) {
         drop_key(top, keys[which]);
         return;
     }
     switch (which) {
-    case 7: *get_key(top, "v") = obj_uint(2); break;
-    case 8: *get_key(top, "v") = obj_str("1"); break;
-    case 9: *get_key(top, "seq") = obj_int(-1); break;
-    case 10: *get_key(top, "seq") = obj_float(1.0); break;
-    case 11: *get_key(top, "full") = obj_uint(1); break;
-    case 12: *get_key(top, "inc") = obj_uint(5); break;
-    case 13: *digests = obj_str("no"); break;
-    case 14: at(digests, 1)->via.array.size = 5; break;
-    case 15: *at(at(digests, 1), 2) = obj_uint(3); break;
-    case 16: *at(at(digests, 3), 5) = obj_str("1.0"); break;
-    case 17: *at(at(records, 0), 0) = obj_int(-3); break;
-    case 18: *at(at(records, 2), 1) = obj_uint(3); break;
-    case 19: top->via.map.ptr[1].key = obj_str("v"); break;
-    case 20: top->via.map.ptr[0].key = obj_uint(7); break;
-    case 21: top->type = MSGPACK_OBJECT_ARRAY; top->via.array.size = 0; break;
-    case 22: *get_key(top, "since") = obj_float(NAN); break;
-    case 23: *at(digests, 0) = obj_uint(0); break;
-    case 24: *records = obj_uint(0); break;
-    case 25: at(records, 1)->via.array.size = 3; at(records, 1)->via.array.ptr = at(digests, 0)->via.array.ptr; break;
+    case 6: *get_key(top, "v") = obj_uint(2); break;
+    case 7: *get_key(top, "v") = obj_str("1"); break;
+    case 8: *get_key(top, "seq") = obj_int(-1); break;
+    case 9: *get_key(top, "seq") = obj_float(1.0); break;
+    case 10: *get_key(top, "full") = obj_uint(1); break;
+    case 11: *get_key(top, "inc") = obj_uint(5); break;
+    case 12: *digests = obj_str("no"); break;
+    case 13: at(digests, 1)->via.array.size = 5; break;
+    case 14: *at(at(digests, 1), 2) = obj_uint(3); break;
+    case 15: *at(at(digests, 3), 5) = obj_str("1.0"); break;
+    case 16: top->via.map.ptr[1].key = obj_str("v"); break;
+    case 17: top->via.map.ptr[0].key = obj_uint(7); break;
+    case 18: top->type = MSGPACK_OBJECT_ARRAY; top->via.array.size = 0; break;
+    case 19: *get_key(top, "since") = obj_float(NAN); break;
+    case 20: *at(digests, 0) = obj_uint(0); break;
     default: break;
     }
 }
@@ -319,7 +301,6 @@ static void test_payload_wrong_types_and_missing_keys(void)
         "payload: missing key \"v\"", "payload: missing key \"inc\"",
         "payload: missing key \"seq\"", "payload: missing key \"since\"",
         "payload: missing key \"full\"", "payload: missing key \"digests\"",
-        "payload: missing key \"records\"",
         "payload: version 2 is newer than this build's version 1",
         "payload.v: expected an unsigned integer",
         "payload.seq: expected an unsigned integer",
@@ -330,15 +311,11 @@ static void test_payload_wrong_types_and_missing_keys(void)
         "payload.digests[1]: expected an array of 6",
         "payload.digests[1][2]: expected a string",
         "payload.digests[3][5]: expected a number",
-        "payload.records[0][0]: expected an unsigned integer",
-        "payload.records[2][1]: expected bytes",
         "payload: duplicate key \"v\"",
         "payload: key 0 is not a string",
         "payload: expected a map",
         "payload.since: expected an unsigned integer",
         "payload.digests[0]: expected an array of 6",
-        "payload.records: expected an array",
-        "payload.records[1]: expected an array of 2",
     };
     roast_buf buf = {0};
     sample_payload(&buf, "W", 3, 2, false);
@@ -386,7 +363,7 @@ static void test_payload_hostile_lengths(void)
     free(data);
     /* a valid payload whose digests array claims 2^32-1 rows */
     roast_buf buf = {0};
-    roast_payload p = {S("W"), 1, 0, false, NULL, 0, NULL, 0};
+    roast_payload p = {S("W"), 1, 0, false, NULL, 0};
     CHECK(roast_wire_encode_payload(&p, &buf) == ROAST_OK);
     char *pos = NULL;
     for (size_t i = 0; i + 8 <= buf.len && !pos; i++)
@@ -422,7 +399,6 @@ static void test_ingest(void)
     CHECK_STR(roast_intern_get(roast_agg_strings(agg), w->incarnation), "Worker-1");
     CHECK_EQ_U(w->payloads, 1);
     CHECK_EQ_U(w->payload_bytes, buf.len);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3);
 
     roast_digest_key k;
     memset(&k, 0, sizeof k);
@@ -441,13 +417,11 @@ static void test_ingest(void)
     CHECK(roast_agg_ingest_payload(agg, a, 151.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->payloads, 1);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3);
 
     /* contiguous, then a gap that asks for a flush */
     sample_payload(&buf, "Worker-1", 2, 1, false);
     CHECK(roast_agg_ingest_payload(agg, a, 152.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3); /* records already seen */
     sample_payload(&buf, "Worker-1", 9, 5, false);
     CHECK(roast_agg_ingest_payload(agg, a, 153.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(flush);
@@ -467,14 +441,13 @@ static void test_ingest(void)
     CHECK_EQ_U(roast_agg_counters_get(agg)->payloads, before.payloads);
     CHECK_EQ_U(roast_agg_worker(agg, a)->last_seq, 10);
 
-    /* a restarted process: values add to the old ones, records number anew */
+    /* a restarted process: values add to the old ones */
     sample_payload(&buf, "Worker-2", 1, 0, false);
     CHECK(roast_agg_ingest_payload(agg, a, 160.0, buf.data, buf.len, &flush, err, sizeof err) == ROAST_OK);
     CHECK(!flush);
     CHECK_EQ_U(roast_agg_worker(agg, a)->restarts, 1);
     CHECK(roast_agg_digest(agg, &k, &v));
     CHECK_EQ_D(v, 0.25);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 6);
     CHECK_EQ_U(roast_agg_counters_get(agg)->payloads, 5);
     roast_buf_free(&buf);
     roast_agg_free(agg);
@@ -495,7 +468,6 @@ static void test_ingest_refused_at_worker_cap(void)
     CHECK(roast_agg_worker(agg, b) == NULL);
     CHECK_EQ_U(roast_agg_counters_get(agg)->rows_refused, 1);
     CHECK_EQ_U(roast_agg_counters_get(agg)->payloads, 1);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 3);
     roast_buf_free(&buf);
     roast_agg_free(agg);
 }
@@ -534,6 +506,10 @@ static roast_agg *rich_agg(size_t series_cap, int samples)
     sample_payload(&buf, "Worker-2", 4, 2, false);
     CHECK(roast_agg_ingest_payload(agg, b, 1011.0, buf.data, buf.len, &flush, NULL, 0) == ROAST_OK);
     roast_buf_free(&buf);
+    static const roast_str records[] = {{"\x81\xa1k\x01", 4}, {"", 0}, {"with\0nul", 8}};
+    for (size_t i = 0; i < 6; i++)
+        CHECK(roast_agg_add_sent_record(agg, i < 3 ? a : b, 1010.0 + (double)i, records[i % 3].ptr,
+                                        records[i % 3].len) == ROAST_OK);
     roast_digest_key k = {a, put(agg, "execute"), s3, put(agg, "x"), put(agg, "nan-act"), 0};
     CHECK(roast_agg_set_digest(agg, &k, 0, NAN) == ROAST_OK);
 

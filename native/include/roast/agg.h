@@ -157,21 +157,11 @@ roast_status roast_agg_set_digest(roast_agg *agg, const roast_digest_key *key,
 
 roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, roast_id name);
 
-/* Keeps a copy of data. Records whose seq is not above the last kept seq of
- * the worker's incarnation are duplicates and ignored (*kept = false). The
- * worker's row must exist (ROAST_EINVAL otherwise); a new incarnation (see
- * worker_beat) starts its record numbering afresh.
- *
- * Bound: each record counts len + sizeof(roast_record) bytes against
- * limits.record_cap_bytes. A record over the cap is counted in
- * records_dropped and its seq still counts as seen, so a worker resending it
- * in later payloads is not counted twice; returns ROAST_EFULL. */
-roast_status roast_agg_add_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
-                                  const char *data, size_t len, bool *kept);
-
 /* Keeps a copy of a record the worker sent once, on its ordered event stream
- * (never resent, so no seq deduplication; seq is 0). Counted and bounded as
- * roast_agg_add_record; the worker needs no row. */
+ * (never resent, so there is nothing to deduplicate; seq is 0); the worker
+ * needs no row. Bound: each record counts len + sizeof(roast_record) bytes
+ * against limits.record_cap_bytes; a record over the cap is counted in
+ * records_dropped and refused (ROAST_EFULL). */
 roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,
                                        const char *data, size_t len);
 
@@ -254,14 +244,14 @@ typedef int (*roast_task_group_visitor)(void *ctx, roast_id id, const roast_task
 int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
                               roast_task_group_visitor visit, void *ctx, roast_status *status);
 
-/* agg_ingest.c: Decodes and applies a payload from the worker at address: header through
- * roast_agg_worker_beat, digests through roast_agg_set_digest, records
- * through roast_agg_add_record. A malformed payload changes nothing and
- * counts a payload error (ROAST_EMALFORMED, message in err). The worker row
- * is created (roast_agg_worker_seen, empty name) if absent; when it or the
- * incarnation string cannot be stored, nothing is applied (ROAST_EFULL, the
- * refusal counted by the agg). Digests and records refused at a bound are
- * counted and skipped; the payload still returns ROAST_OK. err may be NULL. */
+/* agg_ingest.c: decodes and applies a payload from the worker at address:
+ * header through roast_agg_worker_beat, digests through roast_agg_set_digest.
+ * A malformed payload changes nothing and counts a payload error
+ * (ROAST_EMALFORMED, message in err). The worker row is created
+ * (roast_agg_worker_seen, empty name) if absent; when it or the incarnation
+ * string cannot be stored, nothing is applied (ROAST_EFULL, the refusal
+ * counted by the agg). Digests refused at a bound are counted and skipped;
+ * the payload still returns ROAST_OK. err may be NULL. */
 roast_status roast_agg_ingest_payload(roast_agg *agg, roast_id address, double now,
                                       const char *data, size_t len, bool *needs_flush, char *err,
                                       size_t errcap);

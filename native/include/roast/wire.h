@@ -12,8 +12,10 @@
  *     "digests": [[context, span, prefix, activity, unit, value], ...]
  *                          strings ("" when absent); value is the cumulative
  *                          Worker.digests_total entry (int or float)
- *     "records": [[seq, bin], ...]   opaque instrumentation records
  *   }
+ *
+ * (Instrumentation records travel on the worker's event stream instead; a
+ * "records" key of an earlier build is ignored like any unknown key.)
  *
  * Snapshot (scheduler -> client): the aggregator state, filtered. See
  * docs/architecture.md for its layout. Decoders validate everything and never
@@ -47,11 +49,6 @@ typedef struct roast_digest_item {
     double value;
 } roast_digest_item;
 
-typedef struct roast_record_item {
-    uint64_t seq;
-    roast_str data;
-} roast_record_item;
-
 typedef struct roast_payload {
     roast_str incarnation;
     uint64_t seq;
@@ -59,8 +56,6 @@ typedef struct roast_payload {
     bool full;
     const roast_digest_item *digests;
     size_t ndigests;
-    const roast_record_item *records;
-    size_t nrecords;
 } roast_payload;
 
 roast_status roast_wire_encode_payload(const roast_payload *payload, roast_buf *out);
