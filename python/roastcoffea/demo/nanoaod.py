@@ -625,6 +625,14 @@ def generate(
     return paths
 
 
+#: The generator's settings a manifest records besides the counts, and their defaults.
+SETTING_DEFAULTS = {
+    "seed": DEFAULT_SEED,
+    "compression": DEFAULT_COMPRESSION,
+    "basket_events": DEFAULT_BASKET_EVENTS,
+}
+
+
 def _manifest_header(
     n_events: int, n_files: int, seed: int, compression: str, basket_events: int
 ) -> dict[str, Any]:
@@ -662,10 +670,7 @@ def ensure_files(
     directory: str | os.PathLike[str],
     n_events: int = DEFAULT_EVENTS,
     n_files: int = DEFAULT_FILES,
-    *,
-    seed: int = DEFAULT_SEED,
-    compression: str = DEFAULT_COMPRESSION,
-    basket_events: int = DEFAULT_BASKET_EVENTS,
+    **settings: Any,
 ) -> list[Path]:
     """The synthetic files for these parameters, generated only when not cached.
 
@@ -679,8 +684,10 @@ def ensure_files(
     ----------
     directory : path-like
         Cache directory (one file set per directory).
-    n_events, n_files, seed, compression, basket_events
+    n_events, n_files
         As for :func:`generate`.
+    **settings
+        ``seed``, ``compression`` and ``basket_events``, as for :func:`generate`.
 
     Returns
     -------
@@ -688,7 +695,11 @@ def ensure_files(
         The files, in order.
     """
     out_dir = Path(directory)
-    header = _manifest_header(n_events, n_files, seed, compression, basket_events)
+    unknown = set(settings) - set(SETTING_DEFAULTS)
+    if unknown:
+        raise TypeError(f"ensure_files got unknown settings {sorted(unknown)}")
+    settings = {**SETTING_DEFAULTS, **settings}
+    header = _manifest_header(n_events, n_files, **settings)
     cached = _cached(out_dir, header)
     if cached is not None:
         return cached
@@ -696,14 +707,7 @@ def ensure_files(
     manifest_path.unlink(missing_ok=True)
     for stale in out_dir.glob("nano_*.root*"):
         stale.unlink()
-    paths = generate(
-        out_dir,
-        n_events,
-        n_files,
-        seed=seed,
-        compression=compression,
-        basket_events=basket_events,
-    )
+    paths = generate(out_dir, n_events, n_files, **settings)
     counts = events_per_file(n_events, n_files)
     manifest = {
         **header,

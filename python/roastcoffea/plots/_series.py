@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots import _common as common
 from roastcoffea.plots._types import FigureAxes, Size, TrackingData
@@ -288,3 +289,15 @@ def draw_distribution(ax: Axes, values: np.ndarray, bins: int, unit: str) -> Non
 def in_start_order(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``records`` sorted by ``t_start`` (records without one last, in their order)."""
     return sorted(records, key=lambda r: (not has_number(r, "t_start"), r.get("t_start") or 0))
+
+
+def draw_worker_counts(ax: Axes, counts: Mapping[Any, int], **style: Any) -> None:
+    """The worker count as a step line in time order (the count holds until the next sample).
+
+    The y axis starts at 0, leaves room above the peak and has integer ticks.
+    """
+    points = sorted((common.to_datetime(t), n) for t, n in counts.items())
+    times = np.asarray([t for t, _ in points])
+    ax.plot(times, [n for _, n in points], drawstyle="steps-post", label="workers", **style)
+    ax.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -18,7 +18,12 @@ from roastcoffea.plots._common import (
     time_axis,
     to_datetime,
 )
-from roastcoffea.plots._series import across_workers, per_worker_plot, worker_series
+from roastcoffea.plots._series import (
+    across_workers,
+    draw_worker_counts,
+    per_worker_plot,
+    worker_series,
+)
 from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 
@@ -199,19 +204,9 @@ def plot_throughput_timeline(
 
 def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
     """The worker count as a step line on a twin y axis of ``ax``, both in one legend."""
-    points = sorted((to_datetime(t), n) for t, n in counts.items())
     twin = ax.twinx()
-    twin.plot(
-        np.asarray([t for t, _ in points]),
-        [n for _, n in points],
-        drawstyle="steps-post",
-        color=COLORS[3],
-        linestyle="--",
-        label="workers",
-    )
+    draw_worker_counts(twin, counts, color=COLORS[3], linestyle="--")
     twin.set_ylabel("workers")
-    twin.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
-    twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     lines = ax.get_lines() + twin.get_lines()
     labels = [str(line.get_label()) for line in lines]
     ax.legend(lines, labels, loc="upper left", fontsize="small")
