@@ -68,6 +68,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _on_measurement(
+    commands: Any, name: str, summary: str, description: str, output: str | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand reading one saved measurement; ``-o/--output`` when ``output`` says what."""
+    command = commands.add_parser(name, help=summary, description=description)
+    command.add_argument("measurement", type=Path, help="the measurement directory")
+    if output:
+        command.add_argument("-o", "--output", type=Path, default=None, help=output)
+    return command
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roastcoffea", description="Performance monitoring for Coffea analyses on Dask."
@@ -108,41 +119,27 @@ def _parser() -> argparse.ArgumentParser:
         help="do not write report.html next to the measurement",
     )
 
-    show = commands.add_parser(
+    _on_measurement(
+        commands,
         "show",
-        help="print the summary of a saved measurement",
-        description="Print the summary tables of a measurement saved by save_measurement.",
+        "print the summary of a saved measurement",
+        "Print the summary tables of a measurement saved by save_measurement.",
     )
-    show.add_argument("measurement", type=Path, help="the measurement directory")
-
-    report = commands.add_parser(
+    _on_measurement(
+        commands,
         "report",
-        help="write the self-contained HTML report of a measurement",
-        description="Write one HTML file with the summary and fine-metrics tables, every "
-        "applicable figure (inline), chunk and section statistics, run metadata and the "
-        "monitoring overhead. It needs no network and opens offline.",
+        "write the self-contained HTML report of a measurement",
+        "Write one HTML file with the summary and fine-metrics tables, every applicable "
+        "figure (inline), chunk and section statistics, run metadata and the monitoring "
+        "overhead. It needs no network and opens offline.",
+        output="the HTML file (default MEASUREMENT/report.html)",
     )
-    report.add_argument("measurement", type=Path, help="the measurement directory")
-    report.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
-        help="the HTML file (default MEASUREMENT/report.html)",
-    )
-
-    plot = commands.add_parser(
+    plot = _on_measurement(
+        commands,
         "plot",
-        help="save every applicable figure of a measurement",
-        description="Draw every figure the measurement has data for and save one file each.",
-    )
-    plot.add_argument("measurement", type=Path, help="the measurement directory")
-    plot.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
-        help="the directory of the figures (default MEASUREMENT/plots)",
+        "save every applicable figure of a measurement",
+        "Draw every figure the measurement has data for and save one file each.",
+        output="the directory of the figures (default MEASUREMENT/plots)",
     )
     plot.add_argument(
         "--format",
