@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from distributed import Client
@@ -88,3 +89,12 @@ SUMMARY_TABLES = (
     "Chunk Metrics",
     "Monitoring Overhead",
 )
+
+
+def run_in_threads(work: Callable[[Any], None], args: Iterable[Any], timeout: float = 60) -> None:
+    """``work(arg)`` for each arg, each in a thread of its own, all at once; waits for them."""
+    threads = [threading.Thread(target=work, args=(arg,)) for arg in args]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)

@@ -18,7 +18,7 @@ from typing import Any
 import cloudpickle
 import pytest
 from distributed import Client, get_worker
-from roast_testing import SUMMARY_TABLES, keys, wait_for
+from roast_testing import SUMMARY_TABLES, keys, run_in_threads, wait_for
 
 from roastcoffea import MetricsCollector, _native, load_measurement, save_measurement
 from roastcoffea.demo.tasks import nap
@@ -195,11 +195,7 @@ def test_concurrent_collectors_from_two_threads(client: Client) -> None:
         except BaseException as exc:
             failures.append(exc)
 
-    threads = [threading.Thread(target=work, args=(p,)) for p in ("conc-left", "conc-right")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    run_in_threads(work, ("conc-left", "conc-right"))
     assert failures == []
     left, right = seen["conc-left"], seen["conc-right"]
     assert left.span_id != right.span_id

@@ -25,6 +25,7 @@ from coffea import processor
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
 from coffea.processor.executor import WorkItem
 from dask._task_spec import DataNode, Task, Tuple
+from roast_testing import run_in_threads
 
 from roastcoffea import (
     BaseInstrumentationContext,
@@ -214,11 +215,7 @@ def test_concurrent_chunks_in_threads_stay_apart() -> None:
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, ("a", "b"))
     assert not errors
     for name in ("a", "b"):
         [record] = drain_local_records({spans[name]})

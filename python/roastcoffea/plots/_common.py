@@ -50,6 +50,7 @@ SHARED_PARAMETERS = {
     "    Where to save the figure (format from the suffix).",
     "figsize": "figsize : tuple of float\n    Figure size in inches.",
     "title": "title : str\n    Axes title.",
+    "bins": "bins : int\n    Number of histogram bins.",
     "max_legend_entries": "max_legend_entries : int\n"
     "    Largest number of workers shown in a legend; above it, a note gives\n"
     "    the number of workers instead.",

@@ -37,8 +37,6 @@ def plot_runtime_distribution(
     chunk_metrics : list of dict
         The chunk records, ``metrics["raw_chunk_metrics"]``; reads ``duration``
         (s) and ``error``.
-    bins : int
-        Number of histogram bins.
 
     Raises
     ------

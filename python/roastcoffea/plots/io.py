@@ -47,8 +47,6 @@ def plot_compression_ratio_distribution(
     metrics : mapping
         The metrics dictionary; reads ``compression_ratios`` (one per file;
         None values are left out).
-    bins : int
-        Number of histogram bins.
 
     Raises
     ------
@@ -84,8 +82,6 @@ def plot_data_access_percentage(
     metrics : mapping
         The metrics dictionary; reads ``bytes_read_percent_per_file`` (%; None
         values are left out).
-    bins : int
-        Number of histogram bins.
 
     Raises
     ------
