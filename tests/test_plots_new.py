@@ -85,7 +85,7 @@ def test_heatmap_worker_without_an_activity_has_a_zero_cell() -> None:
     assert np.asarray(ax.images[0].get_array()).tolist() == [[1.0, 0.0], [3.5, 0.25]]
     _fig, ax = plot_fine_metrics_heatmap({"per_worker_fine_metrics": per_worker}, unit="bytes")
     assert np.asarray(ax.images[0].get_array()).tolist() == [[0.0], [4096.0]]
-    assert texts(ax) == ["0 B", "4.1 kB"]
+    assert texts(ax) == ["0 B", "4.00 kiB"]  # as the report writes bytes
 
 
 def test_heatmap_missing_data_names_it() -> None:

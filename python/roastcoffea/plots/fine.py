@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 
 from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
 from roastcoffea.plots._types import FigureAxes, Size
+from roastcoffea.units import format_bytes
 
 #: Cells annotated with their value only up to this many (beyond, text would overlap).
 MAX_ANNOTATED_CELLS = 400
@@ -65,12 +66,10 @@ def worker_activity_matrix(
 
 
 def _cell_text(value: float, unit: str) -> str:
-    """``value`` short: bytes with a decimal prefix, large numbers without an exponent."""
+    """``value`` short: bytes as :func:`~roastcoffea.units.format_bytes`, large numbers without
+    an exponent."""
     if unit == "bytes":
-        for prefix in ("", "k", "M", "G", "T"):
-            if abs(value) < 1000 or prefix == "T":
-                return f"{value:.3g} {prefix}B"
-            value /= 1000
+        return format_bytes(value)
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
@@ -102,7 +101,7 @@ def plot_fine_metrics_heatmap(
     Cell ``(worker, activity)`` is the worker's sum, over every context and task
     prefix, of the activity's values in ``unit`` (e.g. ``thread-cpu`` seconds).
     The color scale runs from 0 to the largest cell; cells are annotated with
-    their value (up to :data:`MAX_ANNOTATED_CELLS` cells; bytes with a decimal
+    their value (up to :data:`MAX_ANNOTATED_CELLS` cells; bytes with a binary
     prefix) and the colorbar carries the unit.
 
     Parameters

@@ -165,8 +165,8 @@ def plot_bytes_accessed_per_chunk(
 
     Per chunk (in start order, failed ones included), two bars: the compressed
     and the uncompressed size of the baskets of its accessed branches that
-    overlap its entry range. Unit: bytes, scaled to kB, MB or GB (decimal) to
-    suit the largest value; the y label names it.
+    overlap its entry range. Unit: bytes, scaled to kiB, MiB or GiB (binary, as
+    the report writes bytes) to suit the largest value; the y label names it.
 
     Parameters
     ----------

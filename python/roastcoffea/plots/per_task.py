@@ -109,7 +109,8 @@ def plot_per_task_bytes_read(
 
     Dask's ``disk-read`` activity in ``bytes``: task data spilled to disk and
     read back, not the ROOT files the analysis reads. Unit: bytes, scaled to
-    kB, MB or GB (decimal) to suit the largest value; the y label names it.
+    kiB, MiB or GiB (binary, as the report writes bytes) to suit the largest
+    value; the y label names it.
 
     Parameters
     ----------
