@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from matplotlib.axes import Axes
 
 from roastcoffea.plots._common import COLORS, figure, new_figure
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
-from roastcoffea.plots._types import FigureAxes, Size
+from roastcoffea.plots._types import ChunkRecords, FigureAxes, Size
 
 
 def _note_failed(ax: Axes, failed: int) -> None:
@@ -21,7 +19,7 @@ def _note_failed(ax: Axes, failed: int) -> None:
 
 @figure
 def plot_runtime_distribution(
-    chunk_metrics: list[dict[str, Any]] | None,
+    chunk_metrics: ChunkRecords,
     figsize: Size = (10, 6),
     title: str = "Chunk Runtime Distribution",
     bins: int = 30,
@@ -62,7 +60,7 @@ def plot_runtime_distribution(
 
 @figure
 def plot_runtime_vs_events(
-    chunk_metrics: list[dict[str, Any]] | None,
+    chunk_metrics: ChunkRecords,
     figsize: Size = (10, 6),
     title: str = "Chunk Runtime vs Number of Events",
 ) -> FigureAxes:

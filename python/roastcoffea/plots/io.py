@@ -16,7 +16,7 @@ from roastcoffea.plots._series import (
     has_number,
     in_start_order,
 )
-from roastcoffea.plots._types import FigureAxes, Size
+from roastcoffea.plots._types import ChunkRecords, FigureAxes, MetricsLike, Size
 from roastcoffea.units import byte_unit
 
 
@@ -30,7 +30,7 @@ def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
 
 @figure
 def plot_compression_ratio_distribution(
-    metrics: Mapping[str, Any] | None,
+    metrics: MetricsLike,
     figsize: Size = (10, 6),
     title: str = "Compression Ratio Distribution Across Files",
     bins: int = 20,
@@ -64,7 +64,7 @@ def plot_compression_ratio_distribution(
 
 @figure
 def plot_data_access_percentage(
-    metrics: Mapping[str, Any] | None,
+    metrics: MetricsLike,
     figsize: Size = (10, 6),
     title: str = "Bytes Read Percentage Distribution",
     bins: int = 20,
@@ -117,9 +117,7 @@ def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
 
 @figure
 def plot_branch_access_per_chunk(
-    chunk_metrics: list[dict[str, Any]] | None,
-    figsize: Size = (12, 6),
-    title: str = "Branches Accessed Per Chunk",
+    chunk_metrics: ChunkRecords, figsize: Size = (12, 6), title: str = "Branches Accessed Per Chunk"
 ) -> FigureAxes:
     """Plot the number of branches each chunk read, one bar per chunk.
 
@@ -157,7 +155,7 @@ def plot_branch_access_per_chunk(
 
 @figure
 def plot_bytes_accessed_per_chunk(
-    chunk_metrics: list[dict[str, Any]] | None,
+    chunk_metrics: ChunkRecords,
     figsize: Size = (12, 6),
     title: str = "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
 ) -> FigureAxes:

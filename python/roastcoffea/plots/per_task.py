@@ -8,14 +8,11 @@ bytes for disk reads), so ``disk-read`` seconds, counts and bytes never mix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 from matplotlib.axes import Axes
 
 from roastcoffea.plots._common import COLORS, figure, new_figure, require
-from roastcoffea.plots._types import FigureAxes, Size
+from roastcoffea.plots._types import FigureAxes, Size, SpanMetrics
 from roastcoffea.units import byte_unit
 
 #: Contexts whose keys name a task prefix.
@@ -23,7 +20,7 @@ _CONTEXTS = ("execute", "p2p")
 
 
 def _by_prefix(
-    span_metrics: Mapping[Any, Any] | None, activities: tuple[str, ...], unit: str
+    span_metrics: SpanMetrics, activities: tuple[str, ...], unit: str
 ) -> dict[str, dict[str, float]]:
     """``{prefix: {activity: value}}`` of ``activities`` in ``unit``, largest prefix first.
 
@@ -63,9 +60,7 @@ def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None
 
 @figure
 def plot_per_task_cpu_io(
-    span_metrics: Mapping[Any, Any] | None,
-    title: str = "CPU vs I/O Time per Task",
-    figsize: Size = (12, 6),
+    span_metrics: SpanMetrics, title: str = "CPU vs I/O Time per Task", figsize: Size = (12, 6)
 ) -> FigureAxes:
     """Plot, per task prefix, the thread time on and off the CPU as paired bars.
 
@@ -101,9 +96,7 @@ def plot_per_task_cpu_io(
 
 @figure
 def plot_per_task_bytes_read(
-    span_metrics: Mapping[Any, Any] | None,
-    title: str = "Bytes Read per Task",
-    figsize: Size = (12, 6),
+    span_metrics: SpanMetrics, title: str = "Bytes Read per Task", figsize: Size = (12, 6)
 ) -> FigureAxes:
     """Plot, per task prefix, the bytes Dask read back from its spill disk.
 
@@ -142,7 +135,7 @@ _OVERHEAD_STACKS = (
 
 @figure
 def plot_per_task_overhead(
-    span_metrics: Mapping[Any, Any] | None,
+    span_metrics: SpanMetrics,
     title: str = "Compression & Serialization Overhead per Task",
     figsize: Size = (12, 6),
 ) -> FigureAxes:

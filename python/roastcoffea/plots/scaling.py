@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from roastcoffea.plots._common import COLORS, figure, new_figure
-from roastcoffea.plots._types import Size
+from roastcoffea.plots._types import MetricsLike, Size
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]
@@ -67,7 +67,7 @@ def _bar_panel(
 
 @figure
 def plot_efficiency_summary(
-    metrics: Mapping[str, Any] | None, figsize: Size = (10, 6)
+    metrics: MetricsLike, figsize: Size = (10, 6)
 ) -> tuple[Figure, np.ndarray]:
     """Plot core efficiency and speedup, each on its own axes.
 
@@ -128,7 +128,7 @@ def plot_efficiency_summary(
 
 @figure
 def plot_resource_utilization(
-    metrics: Mapping[str, Any] | None, figsize: Size = (10, 6)
+    metrics: MetricsLike, figsize: Size = (10, 6)
 ) -> tuple[Figure, np.ndarray]:
     """Plot workers, cores and peak memory, each on its own axes.
 
