@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from legacy_plots import LEGACY
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from measured_run import Measured
 
+from roastcoffea import plots
 from roastcoffea.plots import chunks, cpu, io, memory, per_task, scaling, throughput, workers
 
 UTC = dt.timezone.utc
@@ -79,119 +81,9 @@ def texts(ax: Axes) -> str:
 # -- signatures and docstrings ---------------------------------------------------------------
 
 
-def timeline(title: str) -> dict[str, Any]:
-    """The defaults of a per-worker timeline of 0.1.2, in order."""
-    return {"output_path": None, "figsize": (12, 6), "title": title, "max_legend_entries": 5}
-
-
-#: roastcoffea 0.1.2's signatures (reference §3): argument names, order and defaults.
+#: The 21 functions of 0.1.2, by object: (first argument, other parameters with defaults).
 SIGNATURES: dict[Callable[..., Any], tuple[str, dict[str, Any]]] = {
-    chunks.plot_runtime_distribution: (
-        "chunk_metrics",
-        {
-            "output_path": None,
-            "figsize": (10, 6),
-            "title": "Chunk Runtime Distribution",
-            "bins": 30,
-        },
-    ),
-    chunks.plot_runtime_vs_events: (
-        "chunk_metrics",
-        {"output_path": None, "figsize": (10, 6), "title": "Chunk Runtime vs Number of Events"},
-    ),
-    cpu.plot_occupancy_timeline: (
-        "tracking_data",
-        timeline("Worker Occupancy Over Time"),
-    ),
-    cpu.plot_executing_tasks_timeline: (
-        "tracking_data",
-        timeline("Executing Tasks Per Worker Over Time"),
-    ),
-    cpu.plot_cpu_utilization_per_worker_timeline: (
-        "tracking_data",
-        timeline("CPU Utilization Per Worker Over Time"),
-    ),
-    cpu.plot_cpu_utilization_mean_timeline: (
-        "tracking_data",
-        {"output_path": None, "figsize": (10, 4), "title": "CPU Utilization Over Time"},
-    ),
-    io.plot_compression_ratio_distribution: (
-        "metrics",
-        {
-            "output_path": None,
-            "figsize": (10, 6),
-            "title": "Compression Ratio Distribution Across Files",
-            "bins": 20,
-        },
-    ),
-    io.plot_data_access_percentage: (
-        "metrics",
-        {
-            "output_path": None,
-            "figsize": (10, 6),
-            "title": "Bytes Read Percentage Distribution",
-            "bins": 20,
-        },
-    ),
-    io.plot_branch_access_per_chunk: (
-        "chunk_metrics",
-        {"output_path": None, "figsize": (12, 6), "title": "Branches Accessed Per Chunk"},
-    ),
-    io.plot_bytes_accessed_per_chunk: (
-        "chunk_metrics",
-        {
-            "output_path": None,
-            "figsize": (12, 6),
-            "title": "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
-        },
-    ),
-    memory.plot_memory_utilization_mean_timeline: (
-        "tracking_data",
-        {"output_path": None, "figsize": (10, 4), "title": "Memory Utilization Over Time"},
-    ),
-    memory.plot_memory_utilization_per_worker_timeline: (
-        "tracking_data",
-        timeline("Memory Utilization Per Worker Over Time"),
-    ),
-    per_task.plot_per_task_cpu_io: (
-        "span_metrics",
-        {"output_path": None, "title": "CPU vs I/O Time per Task", "figsize": (12, 6)},
-    ),
-    per_task.plot_per_task_bytes_read: (
-        "span_metrics",
-        {"output_path": None, "title": "Bytes Read per Task", "figsize": (12, 6)},
-    ),
-    per_task.plot_per_task_overhead: (
-        "span_metrics",
-        {
-            "output_path": None,
-            "title": "Compression & Serialization Overhead per Task",
-            "figsize": (12, 6),
-        },
-    ),
-    scaling.plot_efficiency_summary: ("metrics", {"output_path": None, "figsize": (10, 6)}),
-    scaling.plot_resource_utilization: ("metrics", {"output_path": None, "figsize": (10, 6)}),
-    throughput.plot_worker_activity_timeline: (
-        "tracking_data",
-        timeline("Worker Activity Over Time"),
-    ),
-    throughput.plot_total_active_tasks_timeline: (
-        "tracking_data",
-        {"output_path": None, "figsize": (10, 5), "title": "Total Active Tasks Over Time"},
-    ),
-    throughput.plot_throughput_timeline: (
-        "chunk_info",
-        {
-            "tracking_data": None,
-            "output_path": None,
-            "figsize": (12, 6),
-            "title": "Data Throughput Over Time",
-        },
-    ),
-    workers.plot_worker_count_timeline: (
-        "tracking_data",
-        {"output_path": None, "figsize": (10, 4), "title": "Worker Count Over Time"},
-    ),
+    getattr(plots, name): signature for name, signature in LEGACY.items()
 }
 
 
