@@ -50,6 +50,7 @@ from roastcoffea import _native, config
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
+from roastcoffea.metrics.fine import SPAN_CONTEXTS
 from roastcoffea.plugin import LiveFeed
 from roastcoffea.plugin.scheduler import check_interval
 from roastcoffea.plugin.session import WINDOW_PAD, check_reachable, finish_session, open_session
@@ -62,8 +63,6 @@ logger = logging.getLogger(__name__)
 SPAN_NAME = "coffea-processing"
 #: Key under which roastcoffea 0.1.2's decorator put chunk records in the output.
 OUTPUT_KEY = "__roastcoffea_metrics__"
-#: Digest contexts that belong to tasks of a span (Dask's CONTEXTS_WITH_SPAN_ID).
-SPAN_CONTEXTS = ("execute", "p2p")
 
 
 def _check_client(client: Any) -> Any:
