@@ -27,15 +27,15 @@ from coffea.processor.executor import WorkItem
 from dask._task_spec import DataNode, Task, Tuple
 from roast_testing import run_in_threads
 
-from roastcoffea import (
+from roastcoffea.instrument import (
     BaseInstrumentationContext,
+    instrumentation_counters,
     track_bytes,
     track_memory,
     track_metrics,
     track_section,
     track_time,
 )
-from roastcoffea.instrument import instrumentation_counters
 from roastcoffea.plugin.worker import holds_work_item
 from roastcoffea.records import (
     decode_records,
@@ -409,3 +409,11 @@ def test_events_opened_from_a_path_are_measured_too(shared_data: Path) -> None:
     # One 16-byte TKey header per basket read; the first chunk also looked up the tree.
     assert record["instrument_bytes"] == 16 * len(record["accessed_branches"])
     assert first["instrument_bytes"] >= record["instrument_bytes"]
+
+
+def test_the_instrumentation_is_exported_at_the_top_level() -> None:
+    import roastcoffea
+
+    for name in ("BaseInstrumentationContext", "track_bytes", "track_memory", "track_metrics"):
+        assert getattr(roastcoffea, name) is globals()[name]
+    assert roastcoffea.track_section is roastcoffea.track_time is track_time

@@ -10,8 +10,8 @@ from test_metrics_support import (
     close,
     make_series,
     make_snapshot,
-    metrics_of,
     point,
+    processor_metrics,
 )
 
 #: Processor task time 5 + 2 + 1 = 8 s; thread-cpu 5 + 2 (reduce) = 7 s; noncpu 2 s.
@@ -27,10 +27,9 @@ SERIES = {w: make_series([point(T0 + i, nthreads=2) for i in range(11)]) for w i
 
 
 def efficiency(**overrides):
-    overrides.setdefault("snapshot", make_snapshot(digests=DIGESTS, series=SERIES))
-    overrides.setdefault("coffea_report", {"entries": 2_000_000, "bytesread": 10**9})
-    overrides.setdefault("detected_prefixes", {"MyProc"})
-    return metrics_of(**overrides)
+    report = {"entries": 2_000_000, "bytesread": 10**9}
+    snapshot = make_snapshot(digests=DIGESTS, series=SERIES)
+    return processor_metrics(snapshot, **{"coffea_report": report, **overrides})
 
 
 def test_ratios() -> None:

@@ -16,9 +16,12 @@ from test_metrics_support import (
     counters_report,
     make_snapshot,
     metrics_of,
+    processor_metrics,
     task_row,
     worker_info,
 )
+
+PROCESSOR_SECONDS = (3.0, 4.5, 1.0, 1.5, 0.25, 0.125, 0.5, 0.01, 0.03125, 0.1)
 
 DIGESTS = {
     (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 3.0,
@@ -49,13 +52,9 @@ DIGESTS = {
     (W1, "gather-dep", SPAN, "", "thread-cpu", "seconds"): 50.0,
 }
 
-PROCESSOR_SECONDS = (3.0, 4.5, 1.0, 1.5, 0.25, 0.125, 0.5, 0.01, 0.03125, 0.1)
-
 
 def fine_metrics(**overrides):
-    overrides.setdefault("snapshot", make_snapshot(digests=DIGESTS))
-    overrides.setdefault("detected_prefixes", {"MyProc"})
-    return metrics_of(**overrides)
+    return processor_metrics(make_snapshot(digests=DIGESTS), **overrides)
 
 
 def test_processor_and_overhead_split() -> None:

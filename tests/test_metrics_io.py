@@ -17,41 +17,27 @@ META_B = {
     "total_tree_bytes": 10_000,
 }
 
+
+def read(file: str, start: int, branches: list[str], compressed: int, uncompressed: int, **extra):
+    """A chunk record of ``file`` that read ``branches``: compressed and uncompressed bytes."""
+    meta = {"a": META_A, "b": META_B}[file]
+    return chunk(
+        file=file,
+        entry_start=start,
+        file_metadata=meta,
+        accessed_branches=branches,
+        accessed_bytes=compressed,
+        accessed_uncompressed_bytes=uncompressed,
+        **extra,
+    )
+
+
 CHUNKS = [
-    chunk(
-        file="a",
-        entry_start=0,
-        file_metadata=META_A,
-        accessed_branches=["Jet_pt", "Jet_eta"],
-        accessed_bytes=4000,
-        accessed_uncompressed_bytes=16000,
-    ),
-    chunk(
-        file="a",
-        entry_start=1,
-        file_metadata=META_A,
-        accessed_branches=["Jet_pt", "Muon_pt"],
-        accessed_bytes=6000,
-        accessed_uncompressed_bytes=20000,
-    ),
-    chunk(
-        file="b",
-        entry_start=0,
-        file_metadata=META_B,
-        accessed_branches=["Jet_pt"],
-        accessed_bytes=1000,
-        accessed_uncompressed_bytes=2000,
-        bytes_read=None,
-    ),
-    chunk(
-        file="b",
-        entry_start=1,
-        file_metadata=META_B,
-        accessed_branches=["Muon_eta"],
-        accessed_bytes=500,
-        accessed_uncompressed_bytes=1000,
-        error="RuntimeError: late failure",  # it read its bytes all the same
-    ),
+    read("a", 0, ["Jet_pt", "Jet_eta"], 4000, 16000),
+    read("a", 1, ["Jet_pt", "Muon_pt"], 6000, 20000),
+    read("b", 0, ["Jet_pt"], 1000, 2000, bytes_read=None),
+    # it failed late and read its bytes all the same
+    read("b", 1, ["Muon_eta"], 500, 1000, error="RuntimeError: late failure"),
 ]
 
 

@@ -248,6 +248,11 @@ def metrics_of(**overrides: Any) -> dict[str, Any]:
     return compute_metrics(make_inputs(**overrides))
 
 
+def processor_metrics(default: dict[str, Any], /, **overrides: Any) -> dict[str, Any]:
+    """:func:`metrics_of` of the snapshot ``default``, the processor ``MyProc``; overrides win."""
+    return metrics_of(**{"snapshot": default, "detected_prefixes": {"MyProc"}, **overrides})
+
+
 def close(a: float, b: float) -> bool:
     """Equal to a relative 1e-12 (formulas evaluated in another order)."""
     return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)

@@ -16,7 +16,16 @@ from test_metrics_support import (
     make_snapshot,
     metrics_of,
     point,
+    processor_metrics,
 )
+
+REPORT = {
+    "entries": 2_000_000,
+    "bytesread": 500_000_000,
+    "processtime": 7.0,
+    "chunks": 4,
+    "columns": ["Jet_pt"],
+}
 
 #: Processor task time 5 + 2 + 0.25 + 0.75 = 8 s; thread-cpu 5 (processor) + 2 (reduce) = 7 s.
 DIGESTS = {
@@ -27,20 +36,10 @@ DIGESTS = {
     (W1, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 2.0,
 }
 
-REPORT = {
-    "entries": 2_000_000,
-    "bytesread": 500_000_000,
-    "processtime": 7.0,
-    "chunks": 4,
-    "columns": ["Jet_pt"],
-}
-
 
 def workflow(**overrides):
-    overrides.setdefault("snapshot", make_snapshot(digests=DIGESTS))
-    overrides.setdefault("coffea_report", REPORT)
-    overrides.setdefault("detected_prefixes", {"MyProc"})
-    return metrics_of(**overrides)
+    snapshot = make_snapshot(digests=DIGESTS)
+    return processor_metrics(snapshot, **{"coffea_report": REPORT, **overrides})
 
 
 def test_totals_and_rates_from_the_report() -> None:

@@ -67,21 +67,28 @@ T = TypeVar("T")
 def _shared_doc(doc: str, names: list[str]) -> str:
     """``doc`` with the shared parameters of ``names`` and, if absent, the Returns section.
 
-    They go at the end of the Parameters section, Returns right after it.
+    The Parameters section lists its entries in the order of ``names`` (the
+    signature); Returns comes right after it.
     """
     doc = inspect.cleandoc(doc)
-    headers = [(m.group(1), m.start()) for m in _SECTION.finditer(doc)]
-    after = [
-        start for name, start in headers if name != "Parameters" and start > doc.find("Parameters")
-    ]
-    end = min(after, default=len(doc))
-    documented = set(re.findall(r"^(\w+) :", doc, re.MULTILINE))
-    shared = [SHARED_PARAMETERS[n] for n in names if n in SHARED_PARAMETERS and n not in documented]
-    insert = "\n".join(shared)
-    if not any(name == "Returns" for name, _ in headers):
-        insert += "\n\n" + RETURNS
-    head = doc[:end].rstrip("\n")
-    return f"{head}\n{insert}\n\n{doc[end:]}".rstrip() + "\n"
+    marks = {m.group(1): (m.start(), m.end()) for m in _SECTION.finditer(doc)}
+    start, body = marks["Parameters"]
+    end = min((s for s, _ in marks.values() if s > start), default=len(doc))
+    entries: dict[str, str] = {}
+    covered: set[str] = set()
+    for entry in re.split(r"\n(?=\S)", doc[body:end].strip("\n")):
+        header = entry.split(" :", 1)[0].split("\n", 1)[0]
+        listed = [n.strip() for n in header.split(",")]
+        entries[listed[0]] = entry
+        covered.update(listed)
+    for name in names:
+        if name in SHARED_PARAMETERS and name not in covered:
+            entries[name] = SHARED_PARAMETERS[name]
+    order = sorted(entries, key=lambda n: names.index(n) if n in names else len(names))
+    section = "Parameters\n----------\n" + "\n".join(entries[n] for n in order)
+    if "Returns" not in marks:
+        section += "\n\n" + RETURNS
+    return f"{doc[:start]}{section}\n\n{doc[end:]}".rstrip() + "\n"
 
 
 def figure(draw: Callable[..., R]) -> Callable[..., R]:
