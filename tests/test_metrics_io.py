@@ -94,20 +94,18 @@ def test_compression_ratio_unavailable() -> None:
 def test_a_basket_shared_by_chunks_counts_once_per_file() -> None:
     # Two chunks of one file read the basket at seek 500 (it straddles their ranges):
     # each chunk read it, the file read it once.
-    first = chunk(
-        entry_start=0,
-        entry_stop=20,
-        accessed_bytes=300,
-        accessed_uncompressed_bytes=900,
-        accessed_baskets=baskets((100, 100, 300), (500, 200, 600)),
-    )
-    second = chunk(
-        entry_start=20,
-        entry_stop=40,
-        accessed_bytes=450,
-        accessed_uncompressed_bytes=1500,
-        accessed_baskets=baskets((500, 200, 600), (900, 250, 900)),
-    )
+    def entries(start: int, *listed: tuple[int, int, int]) -> dict:
+        """Entries [start, start + 20) reading ``listed`` (seek, bytes, uncompressed)."""
+        return chunk(
+            entry_start=start,
+            entry_stop=start + 20,
+            accessed_bytes=sum(b[1] for b in listed),
+            accessed_uncompressed_bytes=sum(b[2] for b in listed),
+            accessed_baskets=baskets(*listed),
+        )
+
+    first = entries(0, (100, 100, 300), (500, 200, 600))
+    second = entries(20, (500, 200, 600), (900, 250, 900))
     m = metrics_of(chunks=[first, second])
     per_file = m["file_read_metrics"]["/data/a.root"]
     assert per_file["baskets_read"] == 3
