@@ -42,6 +42,8 @@ def test_subscribed_client_receives_deltas(roast: Client) -> None:
         assert done == N_TASKS
     finally:
         client.unsubscribe_topic("roastcoffea")
+        # distributed keeps a handler after unsubscribing; the next test's client must not see it.
+        client._event_handlers.pop("roastcoffea", None)
 
     deltas = [msg for _, msg in events]
     assert {"time", "interval", "tasks", "erred", "events_per_s", "workers"} <= set(deltas[-1])

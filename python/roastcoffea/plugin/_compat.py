@@ -67,19 +67,6 @@ def topic_subscribers(scheduler: Any, topic: str) -> int | None:
     return None
 
 
-def topic_subscribed(scheduler: Any, topic: str, client_id: str) -> bool | None:
-    """Whether the client ``client_id`` is subscribed to ``topic``; None when unknowable."""
-    broker = getattr(scheduler, "_broker", None)
-    topics = getattr(broker, "_topics", None)
-    if topics is not None:
-        found = topics.get(topic)
-        return found is not None and client_id in found.subscribers
-    legacy = getattr(scheduler, "event_subscriber", None)
-    if legacy is not None:
-        return client_id in legacy.get(topic, ())
-    return None
-
-
 def spans_extension(scheduler: Any) -> Any | None:
     """The scheduler's spans extension, or None on Dask without spans (< 2023.6)."""
     extensions = getattr(scheduler, "extensions", None) or {}

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from roastcoffea import _native, config
-from roastcoffea.plugin._compat import topic_subscribed
 from roastcoffea.plugin.live import TOPIC
 from roastcoffea.plugin.scheduler import (
     FLUSH_HANDLER,
@@ -218,18 +217,13 @@ class LiveFeed:
             self._clients.discard(id(self.client))
 
     def _foreign_handler(self) -> str | None:
-        """Why the user's own handler of the topic forbids ours, if it does."""
+        """Why the user's own handler of the topic forbids ours, if it does.
+
+        distributed keeps a client's handler after ``unsubscribe_topic``, and
+        the scheduler cannot say whether a subscription is still on its way,
+        so any handler that is not ours is left alone.
+        """
         existing = getattr(self.client, "_event_handlers", {}).get(TOPIC)
         if existing is None or getattr(existing, "_roastcoffea_live", False):
             return None
-        try:
-            in_use = self.client.run_on_scheduler(_subscribed, client_id=self.client.id)
-        except Exception:  # e.g. pickled calls refused: assume it is in use
-            in_use = True
-        if in_use is False:  # unsubscribed, the handler merely left behind
-            return None
         return f"the client already has a handler for topic {TOPIC!r}"
-
-
-def _subscribed(dask_scheduler: Any, client_id: str) -> bool | None:
-    return topic_subscribed(dask_scheduler, TOPIC, client_id)
