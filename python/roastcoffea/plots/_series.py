@@ -129,13 +129,22 @@ def draw_per_worker(
         note_workers(ax, len(series))
 
 
+#: When a figure of one worker series refuses to draw.
+SERIES_MISSING = "the series is missing or has no reported value"
+
+
+def _reader(series: str | Callable[[TrackingData], WorkerSeries]) -> Callable[..., WorkerSeries]:
+    """``series`` itself when it is a function, else the reader of that key of tracking_data."""
+    return series if callable(series) else partial(worker_series, key=series)
+
+
 def per_worker_plot(
     series: str | Callable[[TrackingData], WorkerSeries],
     ylabel: str,
     title: str,
     reads: str,
     percent: bool = False,
-    refused: str = "the series is missing or has no reported value",
+    refused: str = SERIES_MISSING,
 ) -> Callable[[Callable[[], None]], Callable[..., FigureAxes]]:
     """Decorate a docstring-only function into a figure of one line per worker.
 
@@ -146,7 +155,7 @@ def per_worker_plot(
     it ``reads`` that and raises ValueError when ``refused``. The y axis starts
     at 0 and, for a ``percent`` series, reaches at least 100 %.
     """
-    read = series if callable(series) else partial(worker_series, key=series)
+    read = _reader(series)
 
     def decorate(described: Callable[[], None]) -> Callable[..., FigureAxes]:
         def draw(
@@ -175,7 +184,7 @@ def band_plot(
     ylabel: str,
     title: str,
     reads: str,
-    refused: str = "the series is missing or has no reported value",
+    refused: str = SERIES_MISSING,
 ) -> Callable[[Callable[[], None]], Callable[..., FigureAxes]]:
     """Decorate a docstring-only function into a figure of the mean across workers.
 
@@ -184,7 +193,7 @@ def band_plot(
     (band); parameters ``(tracking_data, output_path=None, figsize=(10, 4),
     title=title)``; the y axis from 0 to at least 100 %.
     """
-    read = series if callable(series) else partial(worker_series, key=series)
+    read = _reader(series)
 
     def decorate(described: Callable[[], None]) -> Callable[..., FigureAxes]:
         def draw(

@@ -65,7 +65,6 @@ async def _scheduler_finish(
     t_to = max(t_to, tick["time"]) + WINDOW_PAD
     data = dask_scheduler.handlers[SNAPSHOT_HANDLER](span_id=span_id, t_from=t_from, t_to=t_to)
     return {
-        "time": tick["time"],
         "t_to": t_to,
         "flush": flushed,
         "flush_seconds": flush_seconds,
