@@ -133,7 +133,8 @@ const char *const roast_limit_keys[ROAST_NLIMITS] = {
     "max_strings", "max_task_rows", "max_digest_rows", "max_workers", "max_spans",
     "series_cap_bytes", "record_cap_bytes"};
 
-uint64_t roast_limit_max(int i)
+/* The largest value a limit's field holds. */
+static uint64_t limit_max(int i)
 {
     return i < L_SERIES ? UINT32_MAX : SIZE_MAX;
 }
@@ -149,8 +150,17 @@ void roast_limits_to_values(const roast_agg_limits *l, uint64_t v[ROAST_NLIMITS]
     v[L_RECORDS] = l->record_cap_bytes;
 }
 
-void roast_limits_from_values(roast_agg_limits *l, const uint64_t v[ROAST_NLIMITS])
+roast_status roast_limits_read(roast_agg_limits *l, roast_uint_reader get,
+                               const void *fields, const char *where,
+                               char *err, size_t errcap)
 {
+    uint64_t v[ROAST_NLIMITS];
+    for (int i = 0; i < ROAST_NLIMITS; i++) {
+        if (!get(fields, i, &v[i]) || v[i] > limit_max(i))
+            return roast_fail(ROAST_EMALFORMED, err, errcap,
+                              "%s.%s: expected an unsigned integer up to %llu", where,
+                              roast_limit_keys[i], (unsigned long long)limit_max(i));
+    }
     l->max_strings = (uint32_t)v[L_STRINGS];
     l->max_task_rows = (uint32_t)v[L_TASKS];
     l->max_digest_rows = (uint32_t)v[L_DIGESTS];
@@ -158,6 +168,14 @@ void roast_limits_from_values(roast_agg_limits *l, const uint64_t v[ROAST_NLIMIT
     l->max_spans = (uint32_t)v[L_SPANS];
     l->series_cap_bytes = (size_t)v[L_SERIES];
     l->record_cap_bytes = (size_t)v[L_RECORDS];
+    if (l->max_strings < 1)
+        return roast_fail(ROAST_EMALFORMED, err, errcap, "%s.max_strings: must be at least 1",
+                          where);
+    if (l->series_cap_bytes < ROAST_SERIES_MIN_CAP)
+        return roast_fail(ROAST_EMALFORMED, err, errcap,
+                          "%s.series_cap_bytes: below the minimum of %d", where,
+                          ROAST_SERIES_MIN_CAP);
+    return ROAST_OK;
 }
 
 enum {

@@ -62,11 +62,16 @@ int roast_rows_each(const roast_agg *agg, roast_table_id table, roast_row_visito
 /* "limits": unsigned integers, in this key order. */
 #define ROAST_NLIMITS 7
 extern const char *const roast_limit_keys[ROAST_NLIMITS];
-/* The largest value a limit's field holds. */
-uint64_t roast_limit_max(int i);
 void roast_limits_to_values(const roast_agg_limits *limits, uint64_t values[ROAST_NLIMITS]);
-/* Values must be at most roast_limit_max. */
-void roast_limits_from_values(roast_agg_limits *limits, const uint64_t values[ROAST_NLIMITS]);
+/* Reads field i of a decoder's own field array as an unsigned integer;
+ * false when it is not one. */
+typedef bool (*roast_uint_reader)(const void *fields, int i, uint64_t *out);
+/* Fills *limits from `fields` (in key order) read with `get`, checking every
+ * range the aggregator needs; errors name the field under `where`
+ * ("snapshot.limits"). Both readers of limits call this, so they refuse alike. */
+roast_status roast_limits_read(roast_agg_limits *limits, roast_uint_reader get,
+                               const void *fields, const char *where,
+                               char *err, size_t errcap);
 
 /* "counters": the fields of roast_agg_report, in this key order; all are
  * unsigned integers (.u) except hook_ns_per_call, a double (.d). */
@@ -78,8 +83,8 @@ extern const char *const roast_counter_keys[ROAST_NCOUNTERS];
 void roast_report_to_cells(const roast_agg_report *report, roast_cell cells[ROAST_NCOUNTERS]);
 void roast_report_from_cells(roast_agg_report *report, const roast_cell cells[ROAST_NCOUNTERS]);
 
-/* roast_series_new refuses caps below 64 KiB (series.h); readers refuse a
- * "series_cap_bytes" below it (an int, for the messages that print it). */
+/* roast_series_new refuses caps below 64 KiB (series.h); roast_limits_read
+ * refuses a "series_cap_bytes" below it (an int, for the message that prints it). */
 #define ROAST_SERIES_MIN_CAP (64 * 1024)
 
 /* Whether a series point is written in the compact single-sample form

@@ -103,25 +103,20 @@ static roast_status dec_strings(snap_dec *d, const msgpack_object *arr)
     return ROAST_OK;
 }
 
+static bool limit_uint(const void *fields, int i, uint64_t *out)
+{
+    return wire_get_uint(((const msgpack_object *const *)fields)[i], out);
+}
+
 static roast_status dec_limits(const msgpack_object *map, roast_agg_limits *l, char *err,
                                size_t errcap)
 {
     const msgpack_object *f[ROAST_NLIMITS];
-    roast_status status = wire_map_fields(map, roast_limit_keys, f, ROAST_NLIMITS, "snapshot.limits",
-                                     err, errcap);
+    roast_status status = wire_map_fields(map, roast_limit_keys, f, ROAST_NLIMITS,
+                                          "snapshot.limits", err, errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[ROAST_NLIMITS];
-    for (int i = 0; i < ROAST_NLIMITS; i++) {
-        uint64_t max = roast_limit_max(i);
-        if (!wire_get_uint(f[i], &v[i]) || v[i] > max)
-            return wire_fail(err, errcap, "snapshot.limits.%s: expected an unsigned integer up to %llu",
-                        roast_limit_keys[i], (unsigned long long)max);
-    }
-    roast_limits_from_values(l, v);
-    if (l->max_strings < 1)
-        return wire_fail(err, errcap, "snapshot.limits.max_strings: must be at least 1");
-    return ROAST_OK;
+    return roast_limits_read(l, limit_uint, f, "snapshot.limits", err, errcap);
 }
 
 static roast_status dec_counters(const msgpack_object *map, roast_agg_report *r, char *err,
@@ -237,9 +232,6 @@ static roast_status dec_header(snap_dec *d, const msgpack_object **f, double *ta
     roast_status status = dec_limits(f[S_LIMITS], &limits, d->err, d->errcap);
     if (status != ROAST_OK)
         return status;
-    if (limits.series_cap_bytes < ROAST_SERIES_MIN_CAP)
-        return wire_fail(d->err, d->errcap, "snapshot.limits.series_cap_bytes: below the minimum of %d",
-                    ROAST_SERIES_MIN_CAP);
     d->agg = roast_agg_new_restored(&limits, started);
     return d->agg ? ROAST_OK : ROAST_ENOMEM;
 }

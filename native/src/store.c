@@ -543,6 +543,11 @@ static roast_status read_table(jr *r, const cJSON *arr, const roast_table *table
     return ROAST_OK;
 }
 
+static bool limit_uint(const void *fields, int i, uint64_t *out)
+{
+    return get_uint(((const cJSON *const *)fields)[i], out);
+}
+
 static roast_status read_limits(jr *r, const cJSON *obj, roast_agg_limits *l)
 {
     const cJSON *f[ROAST_NLIMITS];
@@ -550,20 +555,8 @@ static roast_status read_limits(jr *r, const cJSON *obj, roast_agg_limits *l)
                                       r->err, r->errcap);
     if (status != ROAST_OK)
         return status;
-    uint64_t v[ROAST_NLIMITS];
-    for (int i = 0; i < ROAST_NLIMITS; i++) {
-        uint64_t max = roast_limit_max(i);
-        if (!get_uint(f[i], &v[i]) || v[i] > max)
-            return fail(r->err, r->errcap, "state.limits.%s: expected an unsigned integer up to %llu",
-                        roast_limit_keys[i], (unsigned long long)max);
-    }
-    roast_limits_from_values(l, v);
-    if (l->max_strings < 1)
-        return fail(r->err, r->errcap, "state.limits.max_strings: must be at least 1");
-    if (l->series_cap_bytes < ROAST_SERIES_MIN_CAP)
-        return fail(r->err, r->errcap, "state.limits.series_cap_bytes: below the minimum of %d",
-                    ROAST_SERIES_MIN_CAP);
-    return ROAST_OK;
+    return roast_limits_read(l, limit_uint, f, "state.limits", r->err,
+                             r->errcap);
 }
 
 static roast_status read_counters(jr *r, const cJSON *obj, roast_agg_report *rep)
