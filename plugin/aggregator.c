@@ -398,12 +398,7 @@ static PyObject *agg_to_json(PyObject *op, PyObject *unused)
     (void)unused;
     roastpy_agg_drain(self);
     sync_counters(self);
-    char *text = roast_store_to_json(self->agg);
-    if (!text)
-        return PyErr_NoMemory();
-    PyObject *str = PyUnicode_FromString(text);
-    free(text);
-    return str;
+    return roastpy_take_text(roast_store_to_json(self->agg));
 }
 
 /* ---- properties --------------------------------------------------------- */

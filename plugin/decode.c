@@ -21,14 +21,13 @@ static int bytes_arg(PyObject *data, Py_buffer *view)
 static roast_agg *snapshot_arg(PyObject *data, double *taken_at)
 {
     double unused;
-    taken_at = taken_at ? taken_at : &unused;
+    roast_agg *agg = NULL;
+    char err[256] = "";
     Py_buffer view;
     if (bytes_arg(data, &view) < 0)
         return NULL;
-    roast_agg *agg = NULL;
-    char err[256] = "";
-    roast_status st =
-        roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg, taken_at, err, sizeof err);
+    roast_status st = roast_wire_decode_snapshot(view.buf, (size_t)view.len, &agg,
+                                                 taken_at ? taken_at : &unused, err, sizeof err);
     PyBuffer_Release(&view);
     if (st != ROAST_OK) {
         roastpy_raise(st, err);
@@ -99,13 +98,9 @@ PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data)
 {
     (void)module;
     roast_agg *agg = snapshot_arg(data, NULL);
-    char *json = agg ? roast_store_to_json(agg) : NULL;
     if (!agg)
         return NULL;
+    char *json = roast_store_to_json(agg);
     roast_agg_free(agg);
-    if (!json)
-        return PyErr_NoMemory();
-    PyObject *text = PyUnicode_FromString(json);
-    free(json);
-    return text;
+    return roastpy_take_text(json);
 }

@@ -61,3 +61,12 @@ PyObject *roastpy_str(roast_str s)
 {
     return PyUnicode_DecodeUTF8(s.ptr, (Py_ssize_t)s.len, "replace");
 }
+
+PyObject *roastpy_take_text(char *text)
+{
+    if (!text)
+        return PyErr_NoMemory();
+    PyObject *str = PyUnicode_FromString(text);
+    free(text);
+    return str;
+}

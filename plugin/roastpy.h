@@ -65,6 +65,10 @@ PyObject *roastpy_raise(roast_status status, const char *msg);
  * outside can always be shown. */
 PyObject *roastpy_str(roast_str s);
 
+/* A new str from malloc'd UTF-8 the native side wrote (a state file), which
+ * it frees; NULL text is the native side's out-of-memory. */
+PyObject *roastpy_take_text(char *text);
+
 /* span_lookup.c: how the hook finds the span of a finished task in the
  * scheduler's tasks and task_groups dicts. Owned by an Aggregator. */
 typedef struct roastpy_span_lookup {
