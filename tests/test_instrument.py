@@ -331,18 +331,20 @@ def test_decode_records_skips_and_counts_what_it_cannot_read() -> None:
     assert sum(decoded.reasons.values()) == 5
 
 
-def test_records_for_spans_selects_chunks_and_prefixes() -> None:
+def test_records_for_spans_selects_by_kind() -> None:
     records = [
         {"kind": "chunk", "v": 1, "span": "a", "n": 1},
         {"kind": "chunk", "v": 1, "span": "b", "n": 2},
         {"kind": "prefix", "v": 1, "span": "a", "prefix": "P"},
         {"kind": "prefix", "v": 1, "span": "b", "prefix": "Q"},
+        {"kind": "phases", "v": 1, "span": "b", "n": 4},
         {"kind": "chunk", "v": 1, "span": None, "n": 3},
     ]
-    chunks, prefixes = records_for_spans(records, {"a"})
-    assert [c["n"] for c in chunks] == [1] and prefixes == {"P"}
-    chunks, prefixes = records_for_spans(records, {"a", "b"})
+    chunks, prefixes, phases = records_for_spans(records, {"a"})
+    assert [c["n"] for c in chunks] == [1] and prefixes == {"P"} and phases == []
+    chunks, prefixes, phases = records_for_spans(records, {"a", "b"})
     assert [c["n"] for c in chunks] == [1, 2] and prefixes == {"P", "Q"}
+    assert [p["n"] for p in phases] == [4]
 
 
 def test_drain_takes_only_the_requested_spans() -> None:

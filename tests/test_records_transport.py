@@ -133,7 +133,8 @@ def span_records(client: Client, span_id: str) -> tuple[list[dict], set[str]]:
     snap = snapshot(client, span_id=span_id)
     records = decode_records(snap["records"])
     assert records.skipped == 0, records.reasons
-    return records_for_spans(records, {span_id})
+    chunks, prefixes, _ = records_for_spans(records, {span_id})
+    return chunks, prefixes
 
 
 @pytest.mark.parametrize(

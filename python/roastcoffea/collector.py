@@ -189,6 +189,7 @@ class MetricsCollector(AbstractContextManager):
         self.span_ids: set[str] = set()
         self.span_metrics: dict[tuple, float] | None = None
         self.chunk_metrics: list[dict[str, Any]] = []
+        self.phase_records: list[dict[str, Any]] = []
         self.detected_prefixes: set[str] = set()
         self.coffea_report: dict[str, Any] | None = None
         self.custom_metrics: dict[str, Any] | None = None
@@ -330,9 +331,10 @@ class MetricsCollector(AbstractContextManager):
         records = decode_records(self.snapshot["records"])
         self._records_skipped = records.skipped
         records.extend(drain_local_records(self.span_ids))
-        chunks, prefixes = records_for_spans(records, self.span_ids)
-        self.chunk_metrics = chunks + self.chunk_metrics
-        self.detected_prefixes = prefixes
+        selected = records_for_spans(records, self.span_ids)
+        self.chunk_metrics = selected.chunks + self.chunk_metrics
+        self.phase_records = selected.phases
+        self.detected_prefixes = selected.prefixes
 
     def _compute_span_metrics(self) -> None:
         assert self.snapshot is not None
@@ -436,6 +438,7 @@ class MetricsCollector(AbstractContextManager):
             coffea_report=report,
             custom_metrics=self.custom_metrics,
             chunks=list(self.chunk_metrics),
+            phases=list(self.phase_records),
             processor_prefixes=override,
             detected_prefixes=set(self.detected_prefixes),
             track_workers=self.track_workers,

@@ -1,4 +1,4 @@
-"""Chunk and processor-prefix records: the format, and the process-local store.
+"""Chunk, processor-prefix and phase records: the format, and the process-local store.
 
 A *record* is a msgpack map of plain values (str, int, float, bool, None,
 bytes, lists and maps of those) that the instrumentation sends through the
@@ -89,6 +89,15 @@ Prefix record (``kind="prefix"``, ``v=1``): ``prefix, task_key, worker,
 span`` of the first task of a (worker, prefix, span) whose arguments hold a
 coffea ``WorkItem``: the processor tasks, whatever coffea named them.
 
+Phase record (``kind="phases"``, ``v=1``): one per task the worker plugin's
+phase clock measured (:mod:`roastcoffea.plugin.phases`): ``task_key, prefix,
+worker, span``, the work item's ``dataset, file, entry_start, entry_stop``,
+the worker ``thread``, ``t_start`` (Dask's start of the task, scheduler clock),
+``elapsed`` (s), ``wall`` and ``cpu`` (``{phase: seconds}``, ``output`` None
+when coffea's compression is off), ``read_bytes`` and ``codecs``
+(``{codec: [wall, cpu, bytes in, bytes out]}``). docs/metrics.md, "Processor
+phases", says what each phase covers.
+
 When ``process()`` runs where no roastcoffea worker plugin is reachable (for
 example coffea's iterative or futures executor in the client process), the
 records go to a bounded store in that process instead; a collector takes its
@@ -100,7 +109,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import numpy
@@ -111,7 +120,7 @@ from roastcoffea._native import DecodeError
 RECORD_VERSION = 1
 
 #: Record kinds this module knows.
-KINDS = ("chunk", "prefix")
+KINDS = ("chunk", "prefix", "phases")
 
 #: Bytes of encoded records the process-local store holds at most.
 LOCAL_RECORD_CAP_BYTES = 16 << 20
@@ -232,9 +241,15 @@ def decode_records(snapshot_records: Iterable[Any]) -> RecordList:
     return out
 
 
-def records_for_spans(
-    records: Iterable[dict[str, Any]], span_ids: set[str]
-) -> tuple[list[dict[str, Any]], set[str]]:
+class SpanRecords(NamedTuple):
+    """The records of some spans, by kind (see :func:`records_for_spans`)."""
+
+    chunks: list[dict[str, Any]]
+    prefixes: set[str]
+    phases: list[dict[str, Any]]
+
+
+def records_for_spans(records: Iterable[dict[str, Any]], span_ids: set[str]) -> SpanRecords:
     """Select the records of some Dask spans.
 
     Parameters
@@ -246,24 +261,25 @@ def records_for_spans(
 
     Returns
     -------
-    chunks : list of dict
-        Chunk records whose ``span`` is in ``span_ids``, in input order.
-    processor_prefixes : set of str
-        The ``prefix`` of every prefix record whose ``span`` is in
-        ``span_ids``: the task prefixes that ran coffea work items there.
-        (Chunk records' own ``prefix`` values are not included.)
+    SpanRecords
+        ``chunks``: chunk records whose ``span`` is in ``span_ids``, in input
+        order; ``prefixes``: the ``prefix`` of every prefix record there (the
+        task prefixes that ran coffea work items; chunk records' own
+        ``prefix`` values are not included); ``phases``: the phase records
+        there, in input order.
     """
-    chunks: list[dict[str, Any]] = []
-    prefixes: set[str] = set()
+    selected = SpanRecords([], set(), [])
     for record in records:
         if record.get("span") not in span_ids:
             continue
         kind = record.get("kind")
         if kind == "chunk":
-            chunks.append(record)
+            selected.chunks.append(record)
+        elif kind == "phases":
+            selected.phases.append(record)
         elif kind == "prefix" and isinstance(record.get("prefix"), str):
-            prefixes.add(record["prefix"])
-    return chunks, prefixes
+            selected.prefixes.add(record["prefix"])
+    return selected
 
 
 class _LocalStore:

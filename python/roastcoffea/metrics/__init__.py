@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roastcoffea.metrics import chunks, efficiency, fine, io, workers, workflow
+from roastcoffea.metrics import chunks, efficiency, fine, io, phases, workers, workflow
 from roastcoffea.metrics._util import Metrics
 
 __all__ = ["MetricsInputs", "compute_metrics"]
@@ -51,6 +51,9 @@ class MetricsInputs:
     chunks : list of dict
         The chunk records of the span (``roastcoffea.records``), every
         execution; :func:`compute_metrics` counts each work item once.
+    phases : list of dict
+        The phase records of the span (``kind="phases"``), one per measured
+        task execution.
     processor_prefixes : set of str, optional
         Explicit processor task prefixes; None: detected.
     detected_prefixes : set of str
@@ -73,6 +76,7 @@ class MetricsInputs:
     coffea_report: dict[str, Any] | None = None
     custom_metrics: dict[str, Any] | None = None
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[dict[str, Any]] = field(default_factory=list)
     processor_prefixes: set[str] | None = None
     detected_prefixes: set[str] = field(default_factory=set)
     track_workers: bool = True
@@ -106,6 +110,7 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     workers.compute(inputs, out)
     workflow.compute(inputs, out)
     efficiency.compute(out)
+    phases.compute(inputs, out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)
     return out.result()

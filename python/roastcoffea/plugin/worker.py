@@ -30,7 +30,9 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from roastcoffea import _native
+from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, WORKER_STATE_HANDLER
+from roastcoffea.plugin.phases import digest_task_phases
 from roastcoffea.records import RECORD_VERSION, encode_record
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
@@ -186,9 +188,12 @@ class RoastWorkerPlugin(WorkerPlugin):
                 "records_refused",
                 "encode_errors",
                 "hook_errors",
+                "phase_records",
             ),
             0,
         )
+        #: Why the phase hooks are not installed, or None when they are.
+        self.phase_hooks_error: str | None = "not set up on a worker"
 
     def __getstate__(self) -> dict[str, Any]:
         return {"interval": self.interval, "window": self.window}
@@ -202,6 +207,14 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._tracker = _native.DigestTracker(worker.id, self.window or 4)
         worker.metrics[PLUGIN_NAME] = self._payload
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
+        try:
+            _phase_hooks.install()
+        except Exception as exc:  # no coffea or uproot here, or a version we cannot hook
+            self.phase_hooks_error = f"{type(exc).__name__}: {exc}"
+            logger.debug("roastcoffea phase hooks not installed", exc_info=True)
+        else:
+            self.phase_hooks_error = None
+            phases.set_sink(digest_task_phases)
 
     def teardown(self, worker: Any) -> None:
         """Remove what :meth:`setup` installed."""
@@ -209,6 +222,11 @@ class RoastWorkerPlugin(WorkerPlugin):
             del worker.metrics[PLUGIN_NAME]
         if worker.handlers.get(WORKER_STATE_HANDLER) == self._full_state:
             del worker.handlers[WORKER_STATE_HANDLER]
+        if self.phase_hooks_error is None:
+            _phase_hooks.uninstall()
+            if not _phase_hooks.installed():
+                phases.set_sink(None)
+            self.phase_hooks_error = "torn down"
         with self._lock:
             self._pending.clear()
         self._classified.clear()
@@ -340,6 +358,30 @@ class RoastWorkerPlugin(WorkerPlugin):
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
+
+    def add_phases(self, key: Any, record: dict[str, Any]) -> None:
+        """Send a task's phase record (:mod:`roastcoffea.plugin.phases`).
+
+        Called in the task's thread. Adds the task's identity and moves
+        ``t_start`` to the scheduler clock, as chunk records are. Never raises.
+        """
+        try:
+            ts = None if key is None else self._worker.state.tasks.get(key)
+            record.update(
+                kind="phases",
+                v=RECORD_VERSION,
+                task_key=None if key is None else str(key),
+                prefix=None if ts is None else ts.prefix,
+                worker=self._worker.address,
+                span=None if ts is None else ts.span_id,
+            )
+            if isinstance(record.get("t_start"), float):
+                record["t_start"] += getattr(self._worker, "scheduler_delay", 0.0)
+            if self._send(record):
+                self._count("phase_records")
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea add_phases failed", exc_info=True)
 
     def _complete(
         self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None

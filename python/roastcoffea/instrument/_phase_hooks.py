@@ -1,0 +1,268 @@
+"""The places in coffea and uproot that tell the phase clock where a task is.
+
+Each hook wraps one function or method in the worker process; it measures
+only while the calling thread runs a measured task (see
+:func:`roastcoffea.instrument.phases.run_task`), and otherwise costs one
+thread-local lookup. :func:`install` and :func:`uninstall` are reference
+counted, so several worker plugins in one process share one set of hooks.
+
+==================================================  ===========================
+hooked                                              phase
+==================================================  ===========================
+coffea ``_compression_wrapper.__call__``,           the task (owns the clock)
+``Runner._work_function``
+``uproot.open``, a directory's ``__getitem__``,     ``open`` (opaque: its reads
+``NanoEventsFactory.from_root``                     and decompression included)
+uproot ``Chunk.wait`` (first wait of a chunk)       ``read``
+uproot codecs' ``decompress`` (per codec)           ``decompress``
+``NanoEventsFactory.events``, a NanoEvents column   ``interpret``
+being built, uproot ``TBranch.array`` and
+``HasBranches.arrays``
+coffea ``_compress`` of the task's output           ``output`` (opaque)
+the rest of the work function after ``events()``    ``user``
+==================================================  ===========================
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from roastcoffea.instrument import phases
+
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _open(func: Callable[..., Any]) -> Callable[..., Any]:
+    return _timed(func, "open", opaque=True)
+
+
+def _interpret(func: Callable[..., Any]) -> Callable[..., Any]:
+    return _timed(func, "interpret")
+
+
+def _timed(func: Callable[..., Any], phase: str, *, opaque: bool = False) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        task = phases.current()
+        if task is None or task.opaque:
+            return func(*args, **kwargs)
+        task.enter(phase, opaque=opaque)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            task.leave(opaque=opaque)
+
+    return timed
+
+
+def _events(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``NanoEventsFactory.events``: interpret; in the work function, the user's code follows."""
+    timed = _interpret(func)
+
+    @functools.wraps(func)
+    def events(*args: Any, **kwargs: Any) -> Any:
+        result = timed(*args, **kwargs)
+        task = phases.current()
+        if task is not None and task.in_work:
+            task.rebase("user")
+        return result
+
+    return events
+
+
+def _column(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator."""
+
+    timed = _interpret(func)
+
+    @functools.wraps(func)
+    def getitem(self: Any, key: Any) -> Any:
+        result = timed(self, key)
+        if isinstance(result, functools.partial) and phases.current() is not None:
+            return functools.partial(_build_column, result)  # virtual: time the generator
+        return result
+
+    return getitem
+
+
+def _build_column(generate: Callable[[], Any]) -> Any:
+    task = phases.current()
+    if task is None or task.opaque:
+        return generate()
+    task.enter("interpret")
+    try:
+        return generate()
+    finally:
+        task.leave()
+
+
+def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
+    """uproot ``Chunk.wait``: the first wait of a chunk is the wait for its bytes."""
+
+    @functools.wraps(func)
+    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        task = phases.current()
+        if task is None or task.opaque or getattr(self, "_raw_data", None) is not None:
+            return func(self, *args, **kwargs)
+        task.enter("read")
+        try:
+            return func(self, *args, **kwargs)
+        finally:
+            task.leave()
+            task.read_bytes += self.stop - self.start
+
+    return wait
+
+
+def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A codec's ``decompress(data, uncompressed_bytes)``: decompress, per codec."""
+
+    @functools.wraps(func)
+    def decompress(self: Any, data: Any, uncompressed_bytes: Any = None) -> Any:
+        task = phases.current()
+        if task is None or task.opaque:
+            return func(self, data, uncompressed_bytes)
+        task.enter("decompress")
+        out = b""
+        try:
+            out = func(self, data, uncompressed_bytes)
+            return out
+        finally:
+            wall, cpu = task.leave()
+            task.add_codec(str(self.name), wall, cpu, len(data), len(out))
+
+    return decompress
+
+
+def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
+    """coffea ``_compress(item, compression)``: the output, compressed in the task."""
+    timed = _timed(func, "output", opaque=True)
+
+    @functools.wraps(func)
+    def compress(item: Any, compression: Any) -> Any:
+        task = phases.current()
+        if task is None or item is None or compression is None:
+            return func(item, compression)
+        task.output_measured = True
+        return timed(item, compression)
+
+    return compress
+
+
+def _task(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The outermost call of a processor task: it owns the clock."""
+
+    @functools.wraps(func)
+    def task(*args: Any, **kwargs: Any) -> Any:
+        return phases.run_task(func, args, kwargs)
+
+    return task
+
+
+def _work_function(func: Callable[..., Any]) -> Callable[..., Any]:
+    """coffea ``Runner._work_function``: the work item; ``user`` runs from ``events()`` on."""
+
+    @functools.wraps(func)
+    def work(*args: Any, **kwargs: Any) -> Any:
+        return phases.run_task(_in_work, (func, args, kwargs), {})
+
+    return work
+
+
+def _in_work(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    task = phases.current()
+    if task is None:
+        return func(*args, **kwargs)
+    item = kwargs.get("item", args[5] if len(args) > 5 else None)
+    task.item = item[0] if isinstance(item, tuple) else item  # (item, processor) when heavy
+    task.in_work = True
+    try:
+        return func(*args, **kwargs)
+    finally:
+        task.in_work = False
+        task.rebase("other")
+
+
+def _targets() -> list[tuple[Any, str, Wrapper]]:
+    """(owner, attribute, wrapper) of every hook; imports coffea and uproot."""
+    import uproot
+    import uproot.behaviors.TBranch as tbranch
+    import uproot.reading
+    import uproot.compression as compression
+    import uproot.source.chunk as chunk
+    from coffea.nanoevents import NanoEventsFactory
+    from coffea.nanoevents.mapping.base import BaseSourceMapping
+    from coffea.processor import executor
+
+    codecs = [type(getattr(compression, f"_decompress_{name}")) for name in PHASE_CODECS]
+    return [
+        (executor._compression_wrapper, "__call__", _task),
+        (executor.Runner, "_work_function", _work_function),
+        (executor, "_compress", _compress),
+        (uproot, "open", _open),
+        (uproot.reading.ReadOnlyDirectory, "__getitem__", _open),
+        (NanoEventsFactory, "from_root", _open),
+        (NanoEventsFactory, "events", _events),
+        (BaseSourceMapping, "__getitem__", _column),
+        (tbranch.TBranch, "array", _interpret),
+        (tbranch.HasBranches, "arrays", _interpret),
+        (chunk.Chunk, "wait", _wait),
+        *((codec, "decompress", _codec) for codec in codecs),
+    ]
+
+
+#: The codecs of ROOT files uproot decompresses, by their name in uproot.compression.
+PHASE_CODECS = ("ZLIB", "LZMA", "LZ4", "ZSTD")
+
+_lock = threading.Lock()
+_installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original descriptor)
+_users = 0
+
+
+def _wrap_descriptor(original: Any, wrapper: Wrapper) -> Any:
+    """``wrapper`` applied to a plain function, staticmethod or classmethod, kept of its kind."""
+    if isinstance(original, (staticmethod, classmethod)):
+        return type(original)(wrapper(original.__func__))
+    return wrapper(original)
+
+
+def install() -> None:
+    """Hook coffea and uproot in this process (once, however many callers)."""
+    global _users
+    with _lock:
+        _users += 1
+        if _users > 1:
+            return
+        try:
+            for owner, name, wrapper in _targets():
+                original = vars(owner)[name]
+                setattr(owner, name, _wrap_descriptor(original, wrapper))
+                _installed.append((owner, name, original))
+        except BaseException:
+            _restore()
+            _users -= 1
+            raise
+
+
+def uninstall() -> None:
+    """Undo :func:`install` when its last caller leaves."""
+    global _users
+    with _lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users == 0:
+            _restore()
+
+
+def installed() -> bool:
+    return bool(_installed)
+
+
+def _restore() -> None:
+    while _installed:
+        owner, name, original = _installed.pop()
+        setattr(owner, name, original)

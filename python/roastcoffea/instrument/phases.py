@@ -1,0 +1,163 @@
+"""Where a processor task's time goes: a per-thread clock that charges every instant to one phase.
+
+A coffea work item runs in one worker thread. The hooks of
+:mod:`roastcoffea.instrument._phase_hooks` tell the clock when the thread
+enters and leaves a phase (opening the file, waiting for bytes, decompressing,
+building arrays, compressing the output); the clock charges the wall and CPU
+time between two such moments to the phase on top of its stack. Nested phases
+are therefore exclusive: a basket decompressed while building an array counts
+as ``decompress``, not twice. Charging is by construction complete: the phases
+of a task add up to the time the clock ran.
+
+The clock lives in a thread-local while one task runs. Nothing here knows
+Dask: the worker plugin gives :func:`set_sink` the function that receives a
+task's finished clock, closes the sum against Dask's own task start and digests
+the phases as fine performance metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from time import perf_counter, thread_time
+from typing import Any
+
+from roastcoffea.instrument._counters import COUNTERS
+
+#: The phases, in display order; ``other`` closes the sum.
+PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
+
+
+class TaskPhases:
+    """One task's phase clock: wall and CPU seconds per phase, bytes, codecs.
+
+    Attributes
+    ----------
+    wall, cpu : dict of str to float
+        Seconds charged to each phase (wall: ``perf_counter``; CPU: the
+        thread's ``thread_time``).
+    read_bytes : int
+        Compressed bytes the task waited for (first wait of each uproot chunk).
+    codecs : dict of str to list
+        Per codec name: ``[wall, cpu, compressed bytes in, bytes out]``.
+    item : object
+        The coffea ``WorkItem`` of the task, when the work function saw one.
+    output_measured : bool
+        Whether the output was compressed inside the task (coffea's
+        ``compression`` on); otherwise Dask serialises it after the task.
+    """
+
+    __slots__ = (
+        "_c",
+        "_opaque",
+        "_stack",
+        "_t",
+        "codecs",
+        "cpu",
+        "in_work",
+        "item",
+        "output_measured",
+        "read_bytes",
+        "started",
+        "wall",
+    )
+
+    def __init__(self) -> None:
+        self.wall = dict.fromkeys(PHASES, 0.0)
+        self.cpu = dict.fromkeys(PHASES, 0.0)
+        self.read_bytes = 0
+        self.codecs: dict[str, list[float]] = {}
+        self.item: Any = None
+        self.output_measured = False
+        self.in_work = False
+        self._stack = ["other"]
+        self._opaque = 0
+        self._t = self.started = perf_counter()
+        self._c = thread_time()
+
+    def _charge(self) -> tuple[float, float]:
+        """Charge the time since the last switch to the top phase; returns its (wall, cpu)."""
+        t, c = perf_counter(), thread_time()
+        top = self._stack[-1]
+        dw, dc = t - self._t, c - self._c
+        self.wall[top] += dw
+        self.cpu[top] += dc
+        self._t, self._c = t, c
+        return dw, dc
+
+    @property
+    def opaque(self) -> bool:
+        """Whether an opaque phase runs: nested hooks then charge nothing of their own."""
+        return self._opaque > 0
+
+    def enter(self, phase: str, *, opaque: bool = False) -> None:
+        """Start charging ``phase`` (until the matching :meth:`leave`)."""
+        self._charge()
+        self._stack.append(phase)
+        self._opaque += opaque
+
+    def leave(self, *, opaque: bool = False) -> tuple[float, float]:
+        """Stop charging the top phase; returns the (wall, cpu) of its last stretch."""
+        spent = self._charge()
+        self._stack.pop()
+        self._opaque -= opaque
+        return spent
+
+    def rebase(self, phase: str) -> None:
+        """Charge time outside every hooked call to ``phase`` from now on."""
+        self._charge()
+        self._stack[0] = phase
+
+    def add_codec(self, name: str, wall: float, cpu: float, size_in: int, size_out: int) -> None:
+        stats = self.codecs.get(name)
+        if stats is None:
+            stats = self.codecs[name] = [0.0, 0.0, 0, 0]
+        stats[0] += wall
+        stats[1] += cpu
+        stats[2] += size_in
+        stats[3] += size_out
+
+    def close(self) -> float:
+        """Charge the last stretch; returns the wall seconds the clock ran."""
+        self._charge()
+        return self._t - self.started
+
+
+_LOCAL = threading.local()
+
+#: Receives each finished task clock (set by the worker plugin); None: nobody listens.
+_sink: Callable[[TaskPhases], None] | None = None
+
+
+def set_sink(sink: Callable[[TaskPhases], None] | None) -> None:
+    """Send every finished task's clock to ``sink`` (None stops measuring new tasks)."""
+    global _sink
+    _sink = sink
+
+
+def current() -> TaskPhases | None:
+    """The clock of the task this thread runs, or None."""
+    return getattr(_LOCAL, "task", None)
+
+
+def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Call ``func`` as a measured task, unless this thread already measures one.
+
+    The outermost call owns the clock: it hands it to the sink when ``func``
+    returns or raises. Never lets a failure of the measurement reach ``func``'s
+    caller.
+    """
+    if _sink is None or current() is not None:
+        return func(*args, **kwargs)
+    task = _LOCAL.task = TaskPhases()
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _LOCAL.task = None
+        try:
+            task.close()
+            sink = _sink
+            if sink is not None:
+                sink(task)
+        except Exception as exc:  # never let the measurement break the task
+            COUNTERS.add("instrument_errors", exc)

@@ -1,0 +1,200 @@
+"""Where the processor's time goes: the phases of its tasks, from the digests and phase records.
+
+Source: the ``phase:<name>``, ``decompress:<codec>``, ``phase-tasks`` and
+``phase-outputs`` activities of the span's ``execute`` digests, which the
+worker plugin's phase clock adds to Dask's fine performance metrics (units
+``wall-seconds``, ``cpu-seconds``, ``bytes``, ``compressed-bytes``,
+``count``), and the ``kind="phases"`` records (one per measured task) for the
+per-chunk and per-dataset views. Shares are of the phases' total wall time,
+which is the measured tasks' compute time by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from roastcoffea.metrics._util import Metrics, is_number
+from roastcoffea.metrics.fine import span_rows
+
+if TYPE_CHECKING:
+    from roastcoffea.metrics import MetricsInputs
+
+#: The phases, in display order (as roastcoffea.instrument.phases.PHASES).
+PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
+#: Getting the data in: waiting for bytes, and the CPU that turns bytes into arrays.
+IO_WAIT, IO_CPU = ("read",), ("decompress", "interpret")
+#: All phases that serve the input, for io_overhead_pct.
+IO_PHASES = ("open", *IO_WAIT, *IO_CPU)
+
+WALL, CPU = "wall-seconds", "cpu-seconds"
+
+#: Keys this group puts; without a measured task all are None for one reason.
+KEYS = (
+    "phase_tasks",
+    "phase_wall_seconds",
+    "phase_cpu_seconds",
+    "phase_share_percent",
+    "phase_per_worker",
+    "output_phase_seconds",
+    "phase_read_bytes",
+    "read_bandwidth_mb_s",
+    "decompress_codecs",
+    "decompress_throughput_mb_s",
+    "io_wait_pct",
+    "io_cpu_pct",
+)
+#: Keys from the phase records.
+RECORD_KEYS = (
+    "raw_phase_records",
+    "phase_per_dataset",
+    "phase_chunk_seconds",
+    "interpret_rate_hz",
+)
+
+Rows = dict[tuple[str, str, str], float]  # (worker, activity, unit) -> value
+
+
+def compute(inputs: MetricsInputs, out: Metrics) -> None:
+    """Put the phase metrics; with phases measured, ``io_overhead_pct`` comes from them."""
+    rows = _execute_rows(inputs)
+    tasks = _total(rows, "phase-tasks", "count")
+    if not tasks:
+        reason = (
+            "no task measured by the phase clock (the processor did not run coffea's "
+            "Runner work function on a worker with the roastcoffea plugin)"
+        )
+        for key in (*KEYS, *RECORD_KEYS):
+            out.missing(key, reason)
+        out.put("io_overhead_source", "thread-noncpu")
+        return
+    wall = {p: _total(rows, f"phase:{p}", WALL) for p in PHASES}
+    cpu = {p: _total(rows, f"phase:{p}", CPU) for p in PHASES}
+    if _total(rows, "phase-outputs", "count"):
+        out.put("output_phase_seconds", wall["output"])
+    else:
+        del wall["output"], cpu["output"]
+        out.missing(
+            "output_phase_seconds",
+            "coffea's compression is off: Dask serialises the output after the task",
+        )
+    total = math.fsum(wall.values())
+    out.put("phase_tasks", int(tasks))
+    out.put("phase_wall_seconds", wall)
+    out.put("phase_cpu_seconds", cpu)
+    out.put("phase_share_percent", {p: _percent(s, total) for p, s in wall.items()})
+    out.put("phase_per_worker", _per_worker(rows))
+    read_bytes = _total(rows, "phase:read", "bytes")
+    out.put("phase_read_bytes", int(read_bytes))
+    _put_rate(out, "read_bandwidth_mb_s", read_bytes / 1e6, wall["read"], "no read wait measured")
+    codecs = _codecs(rows)
+    out.put("decompress_codecs", codecs)
+    produced = _total(rows, "phase:decompress", "bytes")
+    _put_rate(
+        out,
+        "decompress_throughput_mb_s",
+        produced / 1e6,
+        wall["decompress"],
+        "no basket decompressed",
+    )
+    out.put("io_wait_pct", _percent(math.fsum(wall[p] for p in IO_WAIT), total))
+    out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
+    out.put("io_overhead_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
+    out.put("io_overhead_source", "phases")
+    _put_records(inputs.phases, out)
+
+
+def _execute_rows(inputs: MetricsInputs) -> Rows:
+    rows: Rows = defaultdict(float)
+    for (worker, context, _, activity, unit), value in span_rows(
+        inputs.snapshot, inputs.span_ids
+    ).items():
+        if context == "execute":
+            rows[(worker, activity, unit)] += value
+    return dict(rows)
+
+
+def _total(rows: Rows, activity: str, unit: str) -> float:
+    return math.fsum(v for (_, a, u), v in rows.items() if a == activity and u == unit)
+
+
+def _percent(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _put_rate(out: Metrics, key: str, amount: float, seconds: float, reason: str) -> None:
+    if seconds > 0:
+        out.put(key, amount / seconds)
+    else:
+        out.missing(key, reason)
+
+
+def _per_worker(rows: Rows) -> dict[str, dict[str, float]]:
+    table: dict[str, dict[str, float]] = defaultdict(dict)
+    for (worker, activity, unit), value in rows.items():
+        if unit == WALL and activity.startswith("phase:"):
+            table[worker][activity.removeprefix("phase:")] = value
+    return {w: {p: phases[p] for p in PHASES if p in phases} for w, phases in table.items()}
+
+
+def _codecs(rows: Rows) -> dict[str, dict[str, float | None]]:
+    """Per codec: wall and CPU seconds, bytes out and in, and MB/s of output."""
+    names = sorted(
+        {a.removeprefix("decompress:") for _, a, _ in rows if a.startswith("decompress:")}
+    )
+    codecs = {}
+    for name in names:
+        activity = f"decompress:{name}"
+        wall = _total(rows, activity, WALL)
+        produced = _total(rows, activity, "bytes")
+        codecs[name] = {
+            "wall_seconds": wall,
+            "cpu_seconds": _total(rows, activity, CPU),
+            "bytes": produced,
+            "compressed_bytes": _total(rows, activity, "compressed-bytes"),
+            "throughput_mb_s": produced / 1e6 / wall if wall > 0 else None,
+        }
+    return codecs
+
+
+def _put_records(records: list[dict[str, Any]], out: Metrics) -> None:
+    """The per-chunk and per-dataset views, and the interpretation rate."""
+    good = [r for r in records if isinstance(r.get("wall"), dict)]
+    if not good:
+        for key in RECORD_KEYS:
+            out.missing(key, "no phase record reached the collector")
+        return
+    out.put("raw_phase_records", good)
+    per_dataset: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    per_chunk: dict[str, list[float]] = defaultdict(list)
+    for record in good:
+        dataset = str(record.get("dataset"))
+        for phase, seconds in record["wall"].items():
+            if is_number(seconds):
+                per_dataset[dataset][phase] += seconds
+                per_chunk[phase].append(seconds)
+    out.put("phase_per_dataset", {d: dict(p) for d, p in sorted(per_dataset.items())})
+    out.put(
+        "phase_chunk_seconds",
+        {
+            p: {
+                "mean": statistics.fmean(per_chunk[p]),
+                "median": statistics.median(per_chunk[p]),
+                "max": max(per_chunk[p]),
+            }
+            for p in PHASES
+            if per_chunk.get(p)
+        },
+    )
+    events = [
+        r["entry_stop"] - r["entry_start"]
+        for r in good
+        if is_number(r.get("entry_start")) and is_number(r.get("entry_stop"))
+    ]
+    if len(events) < len(good):
+        out.missing("interpret_rate_hz", "a phase record has no entry range")
+    else:
+        interpret = math.fsum(per_dataset[d].get("interpret", 0.0) for d in per_dataset)
+        _put_rate(out, "interpret_rate_hz", float(sum(events)), interpret, "no array built")

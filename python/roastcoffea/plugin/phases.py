@@ -1,0 +1,92 @@
+"""The Dask side of the phase clock: close a task's sum, digest it, send its record.
+
+:func:`digest_task_phases` is the sink of :mod:`roastcoffea.instrument.phases`.
+It runs in the task's thread, inside the task, after the work item's last
+hooked call returned:
+
+* ``other`` becomes what the other phases leave of the time since Dask started
+  the task (``thread_state.start_time``, the clock of the task's ``startstops``),
+  so the phases of a task add up to its compute time by construction;
+* each phase goes to Dask's fine performance metrics with
+  ``context_meter.digest_metric``: Dask files it under the task's
+  ``("execute", span, prefix, activity, unit)`` in ``Worker.digests_total``,
+  which the worker plugin already carries per worker, prefix and span. The units
+  are not ``"seconds"``, so Dask's own ``thread-cpu`` and ``thread-noncpu`` of
+  the task stay exactly what they were;
+* the worker plugin sends a ``kind="phases"`` record with the task's phases,
+  its work item and its thread, for per-chunk views.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from distributed.metrics import context_meter
+from distributed.worker import thread_state
+
+from roastcoffea.instrument.phases import PHASES, TaskPhases
+from roastcoffea.plugin.task import running_task
+
+#: Activity label of a phase in the digests.
+PHASE_ACTIVITY = "phase:{}"
+#: Activity label of a codec's share of ``decompress`` in the digests.
+CODEC_ACTIVITY = "decompress:{}"
+#: Units of the digests (never Dask's "seconds": those are subtracted from thread time).
+WALL, CPU, BYTES, COUNT = "wall-seconds", "cpu-seconds", "bytes", "count"
+COMPRESSED = "compressed-bytes"
+#: Activities counting the measured tasks, and those whose output was measured.
+TASKS_ACTIVITY, OUTPUTS_ACTIVITY = "phase-tasks", "phase-outputs"
+
+
+def digest_task_phases(task: TaskPhases) -> None:
+    """Close ``task``'s sum against Dask's task start, digest it and queue its record."""
+    started = getattr(thread_state, "start_time", None)
+    ran = task.close()
+    elapsed = time.time() - started if isinstance(started, float) else ran
+    measured = sum(task.wall[p] for p in PHASES if p != "other")
+    task.wall["other"] = max(elapsed - measured, 0.0)
+    digest = context_meter.digest_metric
+    for phase in PHASES:
+        if phase == "output" and not task.output_measured:
+            continue
+        digest(PHASE_ACTIVITY.format(phase), task.wall[phase], WALL)
+        digest(PHASE_ACTIVITY.format(phase), task.cpu[phase], CPU)
+    digest(PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES)
+    digest(PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in task.codecs.values()), BYTES)
+    for name, (wall, cpu, size_in, size_out) in task.codecs.items():
+        activity = CODEC_ACTIVITY.format(name)
+        digest(activity, wall, WALL)
+        digest(activity, cpu, CPU)
+        digest(activity, size_out, BYTES)
+        digest(activity, size_in, COMPRESSED)
+    digest(TASKS_ACTIVITY, 1, COUNT)
+    if task.output_measured:
+        digest(OUTPUTS_ACTIVITY, 1, COUNT)
+    running = running_task()
+    if running.plugin is not None and hasattr(running.plugin, "add_phases"):
+        running.plugin.add_phases(running.key, phase_record(task, started, elapsed))
+
+
+def phase_record(task: TaskPhases, started: float | None, elapsed: float) -> dict[str, Any]:
+    """The ``kind="phases"`` fields of a task (the plugin adds the task's identity)."""
+    item = task.item
+    output = None if not task.output_measured else task.wall["output"]
+    return {
+        "dataset": _plain(getattr(item, "dataset", None)),
+        "file": _plain(getattr(item, "filename", None)),
+        "entry_start": _plain(getattr(item, "entrystart", None)),
+        "entry_stop": _plain(getattr(item, "entrystop", None)),
+        "thread": threading.get_ident(),
+        "t_start": started,
+        "elapsed": elapsed,
+        "wall": {p: (output if p == "output" else task.wall[p]) for p in PHASES},
+        "cpu": {p: (None if p == "output" and output is None else task.cpu[p]) for p in PHASES},
+        "read_bytes": task.read_bytes,
+        "codecs": {name: list(stats) for name, stats in task.codecs.items()},
+    }
+
+
+def _plain(value: Any) -> str | int | None:
+    return value if isinstance(value, (str, int)) else None

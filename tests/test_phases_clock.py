@@ -1,0 +1,134 @@
+"""The phase clock and its hooks in one process: exclusive phases, exact sums, no leaks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uproot
+
+from roastcoffea.instrument import _phase_hooks, instrumentation_counters, phases
+from roastcoffea.instrument.phases import PHASES, TaskPhases
+
+
+@pytest.fixture
+def finished() -> Iterator[list[TaskPhases]]:
+    """The clocks handed to the sink while the test runs, with the hooks installed."""
+    got: list[TaskPhases] = []
+    phases.set_sink(got.append)
+    _phase_hooks.install()
+    try:
+        yield got
+    finally:
+        _phase_hooks.uninstall()
+        phases.set_sink(None)
+
+
+def burn(seconds: float) -> None:
+    """Spend ``seconds`` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_phases_are_exclusive_and_add_up_to_the_clock() -> None:
+    task = TaskPhases()
+    task.enter("interpret")
+    burn(0.02)
+    task.enter("decompress")
+    burn(0.03)
+    inner_wall, inner_cpu = task.leave()
+    task.leave()
+    ran = task.close()
+    assert task.wall["decompress"] == inner_wall and task.cpu["decompress"] == inner_cpu
+    assert inner_cpu >= 0.03 and task.cpu["interpret"] >= 0.02
+    assert task.cpu["interpret"] < 0.02 + inner_cpu  # the nested stretch is not charged twice
+    assert sum(task.wall.values()) == pytest.approx(ran, rel=1e-12, abs=1e-12)
+
+
+def test_opaque_phase_keeps_nested_hooks_out() -> None:
+    task = TaskPhases()
+    task.enter("open", opaque=True)
+    assert task.opaque
+    task.leave(opaque=True)
+    assert not task.opaque
+
+
+def test_rebase_charges_the_time_outside_hooks() -> None:
+    task = TaskPhases()
+    burn(0.01)
+    task.rebase("user")
+    burn(0.02)
+    task.close()
+    assert task.cpu["other"] >= 0.01 and task.cpu["user"] >= 0.02
+
+
+def test_run_task_hands_the_clock_to_the_sink_once(finished: list[TaskPhases]) -> None:
+    def outer() -> int:
+        return phases.run_task(lambda: 7, (), {})  # nested: the outer call owns the clock
+
+    assert phases.run_task(outer, (), {}) == 7
+    assert len(finished) == 1 and phases.current() is None
+
+
+def test_a_failing_task_still_reports_and_raises(finished: list[TaskPhases]) -> None:
+    def fails() -> None:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        phases.run_task(fails, (), {})
+    assert len(finished) == 1
+
+
+def test_a_failing_sink_is_counted_not_raised() -> None:
+    def broken(task: TaskPhases) -> None:
+        raise RuntimeError("sink bug")
+
+    before = instrumentation_counters()["instrument_errors"]
+    phases.set_sink(broken)
+    try:
+        assert phases.run_task(lambda: "ok", (), {}) == "ok"
+    finally:
+        phases.set_sink(None)
+    assert instrumentation_counters()["instrument_errors"] == before + 1
+
+
+def test_without_a_sink_nothing_is_measured() -> None:
+    assert phases.run_task(phases.current, (), {}) is None
+
+
+def test_uproot_reads_split_into_open_decompress_and_interpret(
+    finished: list[TaskPhases], shared_data: Path
+) -> None:
+    def read() -> int:
+        with uproot.open(shared_data / "nano_dy.root") as file:
+            return len(file["Events"]["Muon_pt"].array())
+
+    assert phases.run_task(read, (), {}) > 0
+    (task,) = finished
+    assert task.wall["open"] > 0 and task.wall["interpret"] > 0
+    assert set(task.codecs) == {"ZLIB"}
+    wall, _, size_in, size_out = task.codecs["ZLIB"]
+    assert wall == task.wall["decompress"] and size_out > size_in > 0
+    assert task.read_bytes > 0
+
+
+def test_install_is_counted_and_uninstall_restores_the_originals() -> None:
+    original = vars(uproot.source.chunk.Chunk)["wait"]
+    _phase_hooks.install()
+    _phase_hooks.install()
+    assert vars(uproot.source.chunk.Chunk)["wait"] is not original
+    _phase_hooks.uninstall()
+    assert _phase_hooks.installed()
+    _phase_hooks.uninstall()
+    assert vars(uproot.source.chunk.Chunk)["wait"] is original
+    assert not _phase_hooks.installed()
+
+
+def test_phase_names_are_the_documented_ones() -> None:
+    from roastcoffea.metrics import phases as metric_phases
+
+    assert PHASES == metric_phases.PHASES
+    assert PHASES[-1] == "other"

@@ -1,0 +1,200 @@
+"""Processor phases on a real cluster: coffea Runner + DaskExecutor on real ROOT files.
+
+Each workload makes one phase large on purpose and checks that the time lands
+there, against a clock of its own or Dask's accounting:
+
+* a processor that burns known CPU in ``process()``: that time is ``user``;
+* the same synthetic NanoAOD written with LZMA and with LZ4: LZMA costs more
+  decompression CPU per uncompressed byte;
+* every task: its phases add up to its compute time in Dask's ``startstops``;
+* every phase: the per-worker digests add up to Dask's own span totals.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import cloudpickle
+import pytest
+from coffea import processor
+from coffea.nanoevents import NanoAODSchema
+from distributed import Client
+
+from roastcoffea import MetricsCollector, track_metrics
+from roastcoffea.demo.nanoaod import generate
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+TREE = "Events"
+#: CPU seconds each chunk of the busy processor burns in process().
+BURN = 0.5
+
+
+class Busy(processor.ProcessorABC):
+    """Burns ``BURN`` CPU seconds per chunk and reports the wall time that took."""
+
+    @track_metrics
+    def process(self, events: Any) -> dict[str, Any]:
+        start = time.perf_counter()
+        end = time.thread_time() + BURN
+        while time.thread_time() < end:
+            pass
+        meta = events.metadata
+        key = f"{meta['filename']}:{meta['entrystart']}"
+        return {"burned": {key: time.perf_counter() - start}, "events": len(events)}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+class Reader(processor.ProcessorABC):
+    """Reads the jet and muon kinematics: decompression and interpretation, little else."""
+
+    def process(self, events: Any) -> dict[str, Any]:
+        jets, muons = events.Jet, events.Muon
+        total = sum(float(ak.sum(c)) for c in (jets.pt, jets.eta, jets.phi, muons.pt, muons.eta))
+        return {"sum": {events.metadata["dataset"]: total}}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
+
+
+def run(
+    client: Client, fileset: dict[str, Any], proc: Any, chunksize: int, compression: int | None = 1
+) -> tuple[MetricsCollector, Any]:
+    warn = NanoAODSchema.warn_missing_crossrefs
+    NanoAODSchema.warn_missing_crossrefs = False  # the shared CMS files lack some
+    runner = processor.Runner(
+        executor=processor.DaskExecutor(client=client, compression=compression, status=False),
+        schema=NanoAODSchema,
+        chunksize=chunksize,
+        savemetrics=True,
+    )
+    try:
+        with MetricsCollector(client) as mc:
+            output, report = runner(fileset, processor_instance=proc, treename=TREE)
+            mc.set_coffea_report(report)
+    finally:
+        NanoAODSchema.warn_missing_crossrefs = warn
+    assert mc.collector_errors == []
+    return mc, output
+
+
+@pytest.fixture(scope="module")
+def busy(roast: Client, shared_data: Path) -> tuple[MetricsCollector, Any]:
+    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): TREE}}}
+    return run(roast, fileset, Busy(), chunksize=20)
+
+
+@pytest.fixture(scope="module")
+def roast(client: Client) -> Client:
+    from roastcoffea import RoastPlugin
+
+    client.register_plugin(RoastPlugin())
+    return client
+
+
+def test_busy_user_code_is_charged_to_user(busy: tuple[MetricsCollector, Any]) -> None:
+    mc, output = busy
+    records = mc.get_metrics()["raw_phase_records"]
+    assert len(records) == len(output["burned"]) == 2
+    for record in records:
+        burned = output["burned"][f"{record['file']}:{record['entry_start']}"]
+        user = record["wall"]["user"]
+        assert burned <= user <= 1.1 * burned, (burned, record["wall"])
+        assert record["cpu"]["user"] >= BURN
+
+
+def test_phases_add_up_to_each_task_compute_time(busy: tuple[MetricsCollector, Any]) -> None:
+    mc, _ = busy
+    metrics = mc.get_metrics()
+    durations = {c["task_key"]: c["task_duration"] for c in mc.chunk_metrics}
+    records = metrics["raw_phase_records"]
+    assert sorted(r["task_key"] for r in records) == sorted(durations)
+    for record in records:
+        total = math.fsum(record["wall"].values())
+        assert total == pytest.approx(durations[record["task_key"]], rel=0.01)
+    wall = metrics["phase_wall_seconds"]
+    assert wall["other"] <= 0.05 * math.fsum(wall.values())
+
+
+def test_worker_digests_add_up_to_dasks_span_totals(
+    roast: Client, busy: tuple[MetricsCollector, Any]
+) -> None:
+    mc, _ = busy
+    metrics = mc.get_metrics()
+    span_ids = sorted(mc.span_ids)
+
+    def span_totals(dask_scheduler: Any) -> dict[tuple, float]:
+        spans = dask_scheduler.extensions["spans"].spans
+        totals: dict[tuple, float] = {}
+        for span_id in span_ids:
+            for key, value in spans[span_id].cumulative_worker_metrics.items():
+                totals[key] = totals.get(key, 0.0) + value
+        return totals
+
+    async def heartbeat(dask_worker: Any) -> None:
+        await dask_worker.heartbeat()  # Dask's span totals move with the heartbeats
+
+    roast.run(heartbeat)
+    dask = roast.run_on_scheduler(span_totals)
+    per_worker = metrics["phase_per_worker"]
+    for phase, seconds in metrics["phase_wall_seconds"].items():
+        theirs = math.fsum(
+            v
+            for (context, _, activity, unit), v in dask.items()
+            if context == "execute" and activity == f"phase:{phase}" and unit == "wall-seconds"
+        )
+        ours = math.fsum(w.get(phase, 0.0) for w in per_worker.values())
+        assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+        assert seconds == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+    assert metrics["phase_tasks"] == 2
+
+
+def test_dask_thread_time_is_left_as_it_was(busy: tuple[MetricsCollector, Any]) -> None:
+    # The phases use their own units: Dask still charges the burned CPU to thread-cpu.
+    metrics = busy[0].get_metrics()
+    assert metrics["processor_cpu_time_seconds"] >= 2 * BURN
+
+
+@pytest.fixture(scope="module")
+def codecs(roast: Client, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    directory = tmp_path_factory.mktemp("codecs")
+    fileset = {}
+    for codec in ("lzma:1", "lz4:1"):
+        (path,) = generate(
+            directory / codec.replace(":", "_"),
+            6000,
+            1,
+            compression=codec,
+            basket_events=2000,
+            processes=1,
+        )
+        fileset[codec] = {"files": {str(path): TREE}}
+    mc, _ = run(roast, fileset, Reader(), chunksize=2000)
+    return mc.get_metrics()
+
+
+def test_lzma_costs_more_decompression_per_byte_than_lz4(codecs: dict[str, Any]) -> None:
+    per_codec = codecs["decompress_codecs"]
+    assert set(per_codec) == {"LZMA", "LZ4"}
+    lzma, lz4 = per_codec["LZMA"], per_codec["LZ4"]
+    assert lzma["bytes"] > 0 and lz4["bytes"] > 0
+    assert lzma["cpu_seconds"] / lzma["bytes"] > 2 * lz4["cpu_seconds"] / lz4["bytes"]
+    assert codecs["phase_per_dataset"].keys() == {"lzma:1", "lz4:1"}
+    assert codecs["decompress_throughput_mb_s"] > 0 and codecs["interpret_rate_hz"] > 0
+
+
+def test_uncompressed_output_has_no_output_phase(roast: Client, shared_data: Path) -> None:
+    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): TREE}}}
+    mc, _ = run(roast, fileset, Reader(), chunksize=40, compression=None)
+    metrics = mc.get_metrics()
+    assert metrics["output_phase_seconds"] is None
+    assert "compression is off" in metrics["unavailable"]["output_phase_seconds"]
+    assert "output" not in metrics["phase_wall_seconds"]
+    assert metrics["phase_tasks"] == 1
