@@ -190,8 +190,8 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
     """(owner, attribute, wrapper) of every hook; imports coffea and uproot."""
     import uproot
     import uproot.behaviors.TBranch as tbranch
-    import uproot.reading
     import uproot.compression as compression
+    import uproot.reading
     import uproot.source.chunk as chunk
     from coffea.nanoevents import NanoEventsFactory
     from coffea.nanoevents.mapping.base import BaseSourceMapping
