@@ -28,6 +28,8 @@ TRACKING_PLOTS = {
     "worker_activity",
     "total_active_tasks",
 }
+#: Plots drawn from the processor phases.
+PHASE_PLOTS = {"phase_timeline", "phase_shares_per_dataset", "phase_heatmap"}
 #: Plots drawn from the chunk records.
 CHUNK_PLOTS = {
     "runtime_distribution",
@@ -46,14 +48,15 @@ def figure_titles(fig: Figure) -> set[str]:
     return titles | {fig.get_suptitle()}
 
 
-def test_catalog_has_the_21_legacy_plots_and_5_new_ones() -> None:
-    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 26
+def test_catalog_has_the_21_legacy_plots_and_8_new_ones() -> None:
+    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 29
     new = {
         "prefix_timeline",
         "dataset_runtimes",
         "processor_overhead_breakdown",
         "fine_metrics_heatmap",
         "fine_metrics_bytes_heatmap",
+        *PHASE_PLOTS,
     }
     assert new <= set(PLOT_NAMES)
     assert set(PLOT_NAMES) >= TRACKING_PLOTS | CHUNK_PLOTS
@@ -69,6 +72,7 @@ def test_every_applicable_plot_of_the_measured_run_draws(metrics: dict[str, Any]
     expected |= {"compression_ratio_distribution", "data_access_percentage"}
     expected |= {"fine_metrics_heatmap", "per_task_cpu_io"}
     expected |= {"efficiency_summary", "resource_utilization"}
+    expected |= PHASE_PLOTS
     assert expected <= set(names)
     span = metrics["raw_span_metrics"]
     spilled = any(k[2] == "disk-read" and k[3] == "bytes" for k in span)

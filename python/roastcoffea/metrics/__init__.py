@@ -18,7 +18,16 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roastcoffea.metrics import chunks, efficiency, fine, io, phases, workers, workflow
+from roastcoffea.metrics import (
+    chunks,
+    diagnosis,
+    efficiency,
+    fine,
+    io,
+    phases,
+    workers,
+    workflow,
+)
 from roastcoffea.metrics._util import Metrics
 
 __all__ = ["MetricsInputs", "compute_metrics"]
@@ -111,6 +120,7 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     workflow.compute(inputs, out)
     efficiency.compute(out)
     phases.compute(inputs, out)
+    diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)
     return out.result()

@@ -33,6 +33,11 @@ from roastcoffea.plots.per_task import (
     plot_per_task_cpu_io,
     plot_per_task_overhead,
 )
+from roastcoffea.plots.phases import (
+    plot_phase_heatmap,
+    plot_phase_shares_per_dataset,
+    plot_phase_timeline,
+)
 from roastcoffea.plots.scaling import plot_efficiency_summary, plot_resource_utilization
 from roastcoffea.plots.throughput import (
     plot_throughput_timeline,
@@ -62,6 +67,9 @@ __all__ = [
     "plot_per_task_bytes_read",
     "plot_per_task_cpu_io",
     "plot_per_task_overhead",
+    "plot_phase_heatmap",
+    "plot_phase_shares_per_dataset",
+    "plot_phase_timeline",
     "plot_prefix_timeline",
     "plot_processor_overhead_breakdown",
     "plot_resource_utilization",

@@ -29,6 +29,7 @@ from roastcoffea.plots import (
     io,
     memory,
     per_task,
+    phases,
     scaling,
     throughput,
     timeline,
@@ -321,6 +322,24 @@ _CATALOG: tuple[_Spec, ...] = (
         "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
         _from("raw_chunk_metrics", io.plot_bytes_accessed_per_chunk),
         lambda m: _chunk_with(m, ("accessed_bytes", "accessed_uncompressed_bytes")),
+    ),
+    _spec(
+        "phase_timeline",
+        "Chunk Phase Timeline",
+        _from("raw_phase_records", phases.plot_phase_timeline),
+        lambda m: isinstance(m.get("raw_phase_records"), list) and bool(m["raw_phase_records"]),
+    ),
+    _spec(
+        "phase_shares_per_dataset",
+        "Processor Phases per Dataset",
+        _whole(phases.plot_phase_shares_per_dataset),
+        lambda m: isinstance(m.get("phase_per_dataset"), Mapping) and bool(m["phase_per_dataset"]),
+    ),
+    _spec(
+        "phase_heatmap",
+        "Processor Phases per Worker",
+        _whole(phases.plot_phase_heatmap),
+        lambda m: isinstance(m.get("phase_per_worker"), Mapping) and bool(m["phase_per_worker"]),
     ),
     _spec(
         "processor_overhead_breakdown",

@@ -238,6 +238,7 @@ def _figures(metrics: Mapping[str, Any]) -> dict[str, Any]:
 #: Sections of the page: (anchor, heading).
 SECTIONS = (
     ("summary", "Summary"),
+    ("phases", "Processor Phases"),
     ("fine-metrics", "Fine Metrics"),
     ("figures", "Figures"),
     ("chunks", "Chunks"),
@@ -253,12 +254,17 @@ WIDE_TABLES = frozenset(
         tables.WORKER_TABLE_TITLE,
         tables.FAILED_CHUNKS_TITLE,
         tables.SECTIONS_TITLE,
+        tables.DIAGNOSIS_TITLE,
     }
 )
 
 
 #: What each section says under its heading.
 _INTROS = {
+    "phases": "Where the processor tasks' time went, split by the phase clock of the worker "
+    "plugin: opening files, waiting for bytes, decompressing, building arrays, the user's "
+    "code, compressing the output, and the rest. The phases of a task add up to its "
+    "compute time.",
     "fine-metrics": "Thread time of the run's Dask span, from Dask's fine performance metrics: "
     "processor tasks vs overhead, per task prefix and per worker.",
     "monitoring": "What roastcoffea's own monitoring cost, and whether it lost anything.",
@@ -284,6 +290,7 @@ def _content(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[st
                 ]
             )
         },
+        "phases": _phases_content(metrics),
         "fine-metrics": {
             "tables": _tables(
                 [
@@ -311,6 +318,18 @@ def _content(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[st
             "tables": _tables([tables.monitoring_table(metrics), tables.unavailable_table(metrics)])
         },
     }
+
+
+def _phases_content(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    found = [
+        tables.diagnosis_table(metrics),
+        tables.phases_table(metrics),
+        tables.codecs_table(metrics),
+    ]
+    if all(table is None for table in found):
+        reason = metrics.get("unavailable", {}).get("phase_wall_seconds", "not measured")
+        return {"empty": f"No processor phases: {reason}."}
+    return {"tables": _tables(found, WIDE_TABLES)}
 
 
 def _roastcoffea_version() -> str:

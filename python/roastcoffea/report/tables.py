@@ -302,6 +302,74 @@ def fine_metrics_table(metrics: Mapping[str, Any]) -> TableData:
     return _kv_table("Fine Metrics (from Dask Spans)", rows)
 
 
+PHASES_TITLE = "Processor Phases"
+DIAGNOSIS_TITLE = "Diagnosis"
+CODECS_TITLE = "Decompression per Codec"
+
+
+def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Wall and CPU time and share per phase of the processor tasks; None without phases."""
+    wall, cpu = metrics.get("phase_wall_seconds"), metrics.get("phase_cpu_seconds")
+    shares = metrics.get("phase_share_percent")
+    if (
+        not isinstance(wall, Mapping)
+        or not isinstance(cpu, Mapping)
+        or not isinstance(shares, Mapping)
+    ):
+        return None
+    rows = [
+        (
+            Cell(str(phase)),
+            Cell(format_time(seconds)),
+            Cell(format_time(cpu.get(phase, 0.0))),
+            Cell(percent(shares.get(phase))),
+        )
+        for phase, seconds in wall.items()
+    ]
+    columns = (Column("Phase"), *(Column(name, numeric=True) for name in ("Wall", "CPU", "Share")))
+    rows += [
+        (_label(label), value_cell(metrics, key, fmt), Cell(""), Cell(""))
+        for label, key, fmt in (
+            ("Read Bandwidth", "read_bandwidth_mb_s", number(1, " MB/s")),
+            ("Decompression Output Rate", "decompress_throughput_mb_s", number(1, " MB/s")),
+            ("Interpretation Rate", "interpret_rate_hz", number(0, " Hz")),
+        )
+    ]
+    note = f"{count(metrics.get('phase_tasks'))} task(s) measured; shares of their compute time."
+    return TableData(PHASES_TITLE, columns, tuple(rows), note)
+
+
+def codecs_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Decompression time, bytes and rate per codec; None without any."""
+    codecs = metrics.get("decompress_codecs")
+    if not isinstance(codecs, Mapping) or not codecs:
+        return None
+    rows = tuple(
+        (
+            Cell(str(name)),
+            Cell(format_time(c["wall_seconds"])),
+            Cell(format_bytes(c["compressed_bytes"])),
+            Cell(format_bytes(c["bytes"])),
+            show(c.get("throughput_mb_s"), number(1, " MB/s"), "no decompression time"),
+        )
+        for name, c in sorted(codecs.items())
+    )
+    columns = (
+        Column("Codec"),
+        *(Column(name, numeric=True) for name in ("Time", "In", "Out", "Output Rate")),
+    )
+    return TableData(CODECS_TITLE, columns, rows)
+
+
+def diagnosis_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """The diagnosis findings, one per row; None without phases."""
+    findings = metrics.get("diagnosis")
+    if not isinstance(findings, list) or not findings:
+        return None
+    rows = tuple((Cell(str(f.get("message", ""))),) for f in findings if isinstance(f, Mapping))
+    return TableData(DIAGNOSIS_TITLE, (Column("Finding"),), rows)
+
+
 #: Columns of a row of task statistics and digests (per prefix, per worker).
 TASK_COLUMNS = tuple(
     Column(name, numeric=True)
@@ -520,6 +588,9 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     event_processing_table,
     resources_table,
     timing_table,
+    diagnosis_table,
+    phases_table,
+    codecs_table,
     fine_metrics_table,
     prefix_table,
     worker_table,

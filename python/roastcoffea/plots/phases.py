@@ -1,0 +1,182 @@
+"""Figures of the processor phases: the chunk timeline, shares per dataset, the worker heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.patches import Patch
+
+from roastcoffea.plots._common import figure, new_figure, require, require_key
+from roastcoffea.plots._types import FigureAxes, MetricsLike, Size
+
+#: Phases in drawing order, each with its color.
+PHASE_COLORS = {
+    "open": "#8c564b",
+    "read": "#d62728",
+    "decompress": "#ff7f0e",
+    "interpret": "#bcbd22",
+    "user": "#2ca02c",
+    "output": "#9467bd",
+    "other": "#7f7f7f",
+}
+
+PhaseRecords = Sequence[Mapping[str, Any]]
+
+
+def _phase_legend(ax: Any, phases: Sequence[str]) -> None:
+    handles = [Patch(color=PHASE_COLORS[p], label=p) for p in phases]
+    ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _timed(records: PhaseRecords) -> list[Mapping[str, Any]]:
+    return [
+        r
+        for r in records
+        if isinstance(r.get("wall"), Mapping)
+        and isinstance(r.get("t_start"), (int, float))
+        and isinstance(r.get("elapsed"), (int, float))
+    ]
+
+
+@figure
+def plot_phase_timeline(
+    phase_records: PhaseRecords, figsize: Size = (12, 6), title: str = "Chunk Phase Timeline"
+) -> FigureAxes:
+    """Plot every processor task as a bar on its worker thread's lane, split into its phases.
+
+    One lane per (worker, thread); a task's bar spans its compute time (Dask's
+    start of the task to start + ``elapsed``, seconds from the first start).
+    The bar is divided into its phases in a fixed order (open, read,
+    decompress, interpret, user, output, other), each as long as its wall
+    time: the segments show how much of the task each phase took, not when
+    it happened. Unit: seconds.
+
+    Parameters
+    ----------
+    phase_records : list of dict
+        ``metrics["raw_phase_records"]``; reads ``worker``, ``thread``,
+        ``t_start``, ``elapsed`` and ``wall``.
+
+    Raises
+    ------
+    ValueError
+        If no record has a start, an elapsed time and phases.
+    """
+    records = require(_timed(phase_records), "phase record with times")
+    lanes = sorted({(str(r.get("worker")), int(r.get("thread") or 0)) for r in records})
+    t0 = min(float(r["t_start"]) for r in records)
+    fig, ax = new_figure(figsize)
+    for record in records:
+        lane = lanes.index((str(record.get("worker")), int(record.get("thread") or 0)))
+        left = float(record["t_start"]) - t0
+        for phase, color in PHASE_COLORS.items():
+            seconds = record["wall"].get(phase)
+            if isinstance(seconds, (int, float)) and seconds > 0:
+                ax.barh(lane, seconds, left=left, height=0.7, color=color, linewidth=0)
+                left += seconds
+    ax.set_yticks(range(len(lanes)), [_lane_label(w, t, lanes) for w, t in lanes], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the first task started (s)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, axis="x")
+    _phase_legend(ax, list(PHASE_COLORS))
+    return fig, ax
+
+
+def _lane_label(worker: str, thread: int, lanes: list[tuple[str, int]]) -> str:
+    threads = [t for w, t in lanes if w == worker]
+    name = worker.rsplit(":", 1)[-1] if "://" in worker else worker
+    return f":{name} t{threads.index(thread)}" if len(threads) > 1 else f":{name}"
+
+
+def _share_matrix(table: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[str], Any]:
+    """Rows, phases and the % share of each phase per row."""
+    rows = sorted(table)
+    phases = [p for p in PHASE_COLORS if any(p in table[r] for r in rows)]
+    matrix = np.array([[float(table[r].get(p) or 0.0) for p in phases] for r in rows])
+    totals = matrix.sum(axis=1, keepdims=True)
+    return (
+        rows,
+        phases,
+        100.0 * np.divide(matrix, totals, where=totals > 0, out=np.zeros_like(matrix)),
+    )
+
+
+@figure
+def plot_phase_shares_per_dataset(
+    metrics: MetricsLike, figsize: Size = (10, 5), title: str = "Processor Phases per Dataset"
+) -> FigureAxes:
+    """Plot the share of each phase in each dataset's processor time, one stacked bar per dataset.
+
+    Unit: % of the dataset's summed task compute time.
+
+    Parameters
+    ----------
+    metrics : mapping
+        The metrics dictionary; reads ``phase_per_dataset`` (``{dataset:
+        {phase: seconds}}``).
+
+    Raises
+    ------
+    ValueError
+        If there is no ``phase_per_dataset``.
+    """
+    table = require_key(metrics, "phase_per_dataset", "metrics")
+    datasets, phases, shares = _share_matrix(table)
+    fig, ax = new_figure(figsize)
+    left = np.zeros(len(datasets))
+    for j, phase in enumerate(phases):
+        ax.barh(datasets, shares[:, j], left=left, color=PHASE_COLORS[phase], label=phase)
+        left += shares[:, j]
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of processor time (%)")
+    ax.set_title(title)
+    ax.invert_yaxis()
+    _phase_legend(ax, phases)
+    return fig, ax
+
+
+@figure
+def plot_phase_heatmap(
+    metrics: MetricsLike, figsize: Size = (10, 5), title: str = "Processor Phases per Worker"
+) -> FigureAxes:
+    """Plot the seconds of each phase on each worker as a heatmap, annotated with the share.
+
+    Rows are workers, columns phases; the color is wall seconds, the text the
+    phase's % of that worker's processor time. Unit: seconds.
+
+    Parameters
+    ----------
+    metrics : mapping
+        The metrics dictionary; reads ``phase_per_worker`` (``{worker:
+        {phase: seconds}}``).
+
+    Raises
+    ------
+    ValueError
+        If there is no ``phase_per_worker``.
+    """
+    table = require_key(metrics, "phase_per_worker", "metrics")
+    workers, phases, shares = _share_matrix(table)
+    seconds = np.array([[float(table[w].get(p) or 0.0) for p in phases] for w in workers])
+    fig, ax = new_figure(figsize)
+    image = ax.imshow(seconds, aspect="auto", cmap="viridis")
+    fig.colorbar(image, ax=ax, label="wall time (s)")
+    ax.set_xticks(range(len(phases)), phases)
+    ax.set_yticks(range(len(workers)), workers, fontsize="small")
+    for i in range(len(workers)):
+        for j in range(len(phases)):
+            light = seconds[i, j] < 0.6 * seconds.max()
+            ax.text(
+                j,
+                i,
+                f"{shares[i, j]:.0f} %",
+                ha="center",
+                va="center",
+                color="white" if light else "black",
+                fontsize="small",
+            )
+    ax.set_title(title)
+    return fig, ax
