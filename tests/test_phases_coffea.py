@@ -7,6 +7,8 @@ there, against a clock of its own or Dask's accounting:
 * the same synthetic NanoAOD written with LZMA and with LZ4: LZMA costs more
   decompression CPU per uncompressed byte;
 * every task: its phases add up to its compute time in Dask's ``startstops``;
+* the files served over HTTP at a known bandwidth: the read wait is the bytes
+  over that bandwidth, and the diagnosis names the storage;
 * every phase: the per-worker digests add up to Dask's own span totals.
 """
 
@@ -21,9 +23,11 @@ from typing import Any
 import awkward as ak
 import cloudpickle
 import pytest
+import uproot
 from coffea import processor
 from coffea.nanoevents import NanoAODSchema
 from distributed import Client
+from throttled_http import serve
 
 from roastcoffea import MetricsCollector, track_metrics
 from roastcoffea.demo.nanoaod import generate
@@ -31,6 +35,8 @@ from roastcoffea.demo.nanoaod import generate
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 TREE = "Events"
+#: Bandwidth of the throttled HTTP server, bytes per second.
+BANDWIDTH = 4e6
 #: CPU seconds each chunk of the busy processor burns in process().
 BURN = 0.5
 
@@ -65,7 +71,12 @@ class Reader(processor.ProcessorABC):
 
 
 def run(
-    client: Client, fileset: dict[str, Any], proc: Any, chunksize: int, compression: int | None = 1
+    client: Client,
+    fileset: dict[str, Any],
+    proc: Any,
+    chunksize: int,
+    compression: int | None = 1,
+    **options: Any,
 ) -> tuple[MetricsCollector, Any]:
     warn = NanoAODSchema.warn_missing_crossrefs
     NanoAODSchema.warn_missing_crossrefs = False  # the shared CMS files lack some
@@ -77,7 +88,7 @@ def run(
     )
     try:
         with MetricsCollector(client) as mc:
-            output, report = runner(fileset, processor_instance=proc, treename=TREE)
+            output, report = runner(fileset, processor_instance=proc, treename=TREE, **options)
             mc.set_coffea_report(report)
     finally:
         NanoAODSchema.warn_missing_crossrefs = warn
@@ -198,3 +209,33 @@ def test_uncompressed_output_has_no_output_phase(roast: Client, shared_data: Pat
     assert "compression is off" in metrics["unavailable"]["output_phase_seconds"]
     assert "output" not in metrics["phase_wall_seconds"]
     assert metrics["phase_tasks"] == 1
+
+
+@pytest.fixture(scope="module")
+def remote_and_local(roast: Client, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    directory = tmp_path_factory.mktemp("remote")
+    (path,) = generate(directory, 20000, 1, compression="lz4:1", basket_events=5000, processes=1)
+    local = {"local": {"files": {str(path): TREE}}}
+    out = {"local": run(roast, local, Reader(), chunksize=10000)[0].get_metrics()}
+    with serve(directory, BANDWIDTH) as (url, _):
+        remote = {"remote": {"files": {url + path.name: TREE}}}
+        options = {"uproot_options": {"handler": uproot.source.http.HTTPSource}}
+        out["remote"] = run(roast, remote, Reader(), chunksize=10000, **options)[0].get_metrics()
+    return out
+
+
+def test_remote_read_wait_is_the_bytes_over_the_bandwidth(remote_and_local: dict[str, Any]) -> None:
+    remote = remote_and_local["remote"]
+    expected = remote["phase_read_bytes"] / BANDWIDTH
+    assert remote["phase_read_bytes"] > 1e6
+    assert remote["phase_wall_seconds"]["read"] == pytest.approx(expected, rel=0.2)
+    assert remote["read_bandwidth_mb_s"] == pytest.approx(BANDWIDTH / 1e6, rel=0.2)
+    assert "storage" in [finding["rule"] for finding in remote["diagnosis"]]
+
+
+def test_local_files_show_a_small_read_phase(remote_and_local: dict[str, Any]) -> None:
+    local, remote = remote_and_local["local"], remote_and_local["remote"]
+    # The same baskets, waited for from the page cache instead of the throttled server.
+    assert local["phase_read_bytes"] == remote["phase_read_bytes"]
+    assert local["phase_wall_seconds"]["read"] < 0.25 * remote["phase_wall_seconds"]["read"]
+    assert local["io_wait_pct"] < remote["io_wait_pct"]

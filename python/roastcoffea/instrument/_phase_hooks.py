@@ -13,7 +13,8 @@ coffea ``_compression_wrapper.__call__``,           the task (owns the clock)
 ``Runner._work_function``
 ``uproot.open``, a directory's ``__getitem__``,     ``open`` (opaque: its reads
 ``NanoEventsFactory.from_root``                     and decompression included)
-uproot ``Chunk.wait`` (first wait of a chunk)       ``read``
+uproot ``Chunk.wait`` (first wait of a chunk),      ``read``
+the wait for chunks in uproot's array reader
 uproot codecs' ``decompress`` (per codec)           ``decompress``
 ``NanoEventsFactory.events``, a NanoEvents column   ``interpret``
 being built, uproot ``TBranch.array`` and
@@ -26,7 +27,9 @@ the rest of the work function after ``events()``    ``user``
 from __future__ import annotations
 
 import functools
+import queue
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -100,12 +103,23 @@ def _build_column(generate: Callable[[], Any]) -> Any:
 
 
 def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
-    """uproot ``Chunk.wait``: the first wait of a chunk is the wait for its bytes."""
+    """uproot ``Chunk.wait``: the first wait of a chunk of the file is the wait for its bytes.
+
+    Chunks that wrap bytes already in memory (a decompressed basket, a copy of
+    a memory-mapped chunk) have a ``TrivialFuture`` and are not reads; chunks
+    of a memory-mapped file have one too, but are.
+    """
+    from uproot.source.futures import TrivialFuture
 
     @functools.wraps(func)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         task = phases.current()
-        if task is None or task.opaque or getattr(self, "_raw_data", None) is not None:
+        if (
+            task is None
+            or task.opaque
+            or getattr(self, "_raw_data", None) is not None
+            or (isinstance(self._future, TrivialFuture) and not self.is_memmap)
+        ):
             return func(self, *args, **kwargs)
         task.enter("read")
         try:
@@ -115,6 +129,32 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
             task.read_bytes += self.stop - self.start
 
     return wait
+
+
+class _ReadQueue(queue.Queue):
+    """uproot's queue of arrived chunks: its reader blocks in ``get`` while bytes are on their way.
+
+    uproot's default executors decompress and interpret in the reading thread,
+    so the only thing the reader waits for here is the source.
+    """
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        task = phases.current()
+        if task is None or task.opaque:
+            return super().get(block, timeout)
+        task.enter("read")
+        try:
+            return super().get(block, timeout)
+        finally:
+            task.leave()
+
+
+def _reader_queue(module: types.ModuleType) -> types.ModuleType:
+    """The ``queue`` module as uproot's TBranch reader sees it, with :class:`_ReadQueue`."""
+    shim = types.ModuleType(module.__name__, module.__doc__)
+    shim.__dict__.update(vars(module))
+    shim.Queue = _ReadQueue  # type: ignore[attr-defined]
+    return shim
 
 
 def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -210,6 +250,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (tbranch.TBranch, "array", _interpret),
         (tbranch.HasBranches, "arrays", _interpret),
         (chunk.Chunk, "wait", _wait),
+        (tbranch, "queue", _reader_queue),
         *((codec, "decompress", _codec) for codec in codecs),
     ]
 
