@@ -35,7 +35,7 @@ from typing import Any
 
 from roastcoffea.instrument import phases
 
-Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
 
 
 def _open(func: Callable[..., Any]) -> Callable[..., Any]:
