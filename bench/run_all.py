@@ -24,6 +24,7 @@ BENCHMARKS = (
     "series_memory.py",
     "collector_overhead.py",
     "instrument_cost.py",
+    "phase_cost.py",
 )
 
 

@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from test_metrics_support import SPAN, W1, W2, make_snapshot, processor_metrics
 
-from roastcoffea.report.tables import codecs_table, diagnosis_table, phases_table
+from roastcoffea.report.tables import (
+    codecs_table,
+    diagnosis_table,
+    monitoring_table,
+    phases_table,
+)
 
 
 def phase_digests(worker: str, wall: dict[str, float], **extra: float) -> dict[tuple, float]:
@@ -19,6 +24,8 @@ def phase_digests(worker: str, wall: dict[str, float], **extra: float) -> dict[t
     rows[(worker, "execute", SPAN, "MyProc", "phase-tasks", "count")] = extra.get("tasks", 1)
     rows[(worker, "execute", SPAN, "MyProc", "phase-outputs", "count")] = extra.get("outputs", 1)
     rows[(worker, "execute", SPAN, "MyProc", "phase:read", "bytes")] = extra.get("read_bytes", 0)
+    rows[(worker, "execute", SPAN, "MyProc", "phase-clock", "count")] = 100
+    rows[(worker, "execute", SPAN, "MyProc", "phase-clock", "wall-seconds")] = 0.001
     return rows
 
 
@@ -82,6 +89,8 @@ def test_totals_shares_and_rates() -> None:
     assert m["io_overhead_pct"] == pytest.approx(70.0) and m["io_overhead_source"] == "phases"
     assert m["output_phase_seconds"] == 0.5
     assert m["phase_per_worker"][W1]["user"] == 2.0
+    assert m["phase_clock_switches"] == 200 and m["phase_clock_seconds"] == 0.002
+    assert m["phase_clock_percent"] == pytest.approx(0.02)
 
 
 def test_records_give_the_per_chunk_and_per_dataset_views() -> None:
@@ -154,3 +163,7 @@ def test_tables_show_the_phases_codecs_and_findings() -> None:
     assert [row[0].text for row in table.rows][:7] == list(WALL)
     assert codecs_table(m).rows[0][0].text == "LZMA"
     assert len(diagnosis_table(m).rows) == 3
+    clock = [
+        row[1].text for row in monitoring_table(m).rows if row[0].text.startswith("Phase Clock")
+    ]
+    assert clock == ["2.00 ms (0.02% of processor time, 200 switches)"]

@@ -46,6 +46,7 @@ def test_phases_are_exclusive_and_add_up_to_the_clock() -> None:
     assert inner_cpu >= 0.03 and task.cpu["interpret"] >= 0.02
     assert task.cpu["interpret"] < 0.02 + inner_cpu  # the nested stretch is not charged twice
     assert sum(task.wall.values()) == pytest.approx(ran, rel=1e-12, abs=1e-12)
+    assert task.switches == 2
 
 
 def test_opaque_phase_keeps_nested_hooks_out() -> None:
@@ -113,6 +114,11 @@ def test_uproot_reads_split_into_open_decompress_and_interpret(
     wall, _, size_in, size_out = task.codecs["ZLIB"]
     assert wall == task.wall["decompress"] and size_out > size_in > 0
     assert task.read_bytes > 0
+
+
+def test_the_cost_of_a_switch_is_measured_once() -> None:
+    first = phases.calibrate()
+    assert 0 < first < 1e-3 and phases.calibrate() == first == phases.switch_seconds()
 
 
 def test_install_is_counted_and_uninstall_restores_the_originals() -> None:

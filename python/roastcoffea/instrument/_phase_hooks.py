@@ -278,6 +278,7 @@ def install() -> None:
         if _users > 1:
             return
         try:
+            phases.calibrate()
             for owner, name, wrapper in _targets():
                 original = vars(owner)[name]
                 setattr(owner, name, _wrap_descriptor(original, wrapper))

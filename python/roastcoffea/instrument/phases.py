@@ -45,6 +45,8 @@ class TaskPhases:
     output_measured : bool
         Whether the output was compressed inside the task (coffea's
         ``compression`` on); otherwise Dask serialises it after the task.
+    switches : int
+        Phases entered: each is one hooked call that measured.
     """
 
     __slots__ = (
@@ -59,6 +61,7 @@ class TaskPhases:
         "output_measured",
         "read_bytes",
         "started",
+        "switches",
         "wall",
     )
 
@@ -70,6 +73,7 @@ class TaskPhases:
         self.item: Any = None
         self.output_measured = False
         self.in_work = False
+        self.switches = 0
         self._stack = ["other"]
         self._opaque = 0
         self._t = self.started = perf_counter()
@@ -95,6 +99,7 @@ class TaskPhases:
         self._charge()
         self._stack.append(phase)
         self._opaque += opaque
+        self.switches += 1
 
     def leave(self, *, opaque: bool = False) -> tuple[float, float]:
         """Stop charging the top phase; returns the (wall, cpu) of its last stretch."""
@@ -124,6 +129,33 @@ class TaskPhases:
 
 
 _LOCAL = threading.local()
+
+#: Seconds one hooked call that measures costs (enter and leave), from :func:`calibrate`.
+_switch_seconds = 0.0
+
+
+def calibrate(pairs: int = 2000) -> float:
+    """Measure, once per process, what one phase switch costs; returns it in seconds.
+
+    Times ``pairs`` enter/leave pairs on a scratch clock, the work a hooked
+    call adds; the worker plugin multiplies it by a task's ``switches`` to
+    report the clock's own cost.
+    """
+    global _switch_seconds
+    if not _switch_seconds:
+        scratch = TaskPhases()
+        t0 = perf_counter()
+        for _ in range(pairs):
+            scratch.enter("read")
+            scratch.leave()
+        _switch_seconds = (perf_counter() - t0) / pairs
+    return _switch_seconds
+
+
+def switch_seconds() -> float:
+    """The cost of one phase switch measured by :func:`calibrate` (0 before it ran)."""
+    return _switch_seconds
+
 
 #: Receives each finished task clock (set by the worker plugin); None: nobody listens.
 _sink: Callable[[TaskPhases], None] | None = None

@@ -45,6 +45,9 @@ KEYS = (
     "decompress_throughput_mb_s",
     "io_wait_pct",
     "io_cpu_pct",
+    "phase_clock_switches",
+    "phase_clock_seconds",
+    "phase_clock_percent",
 )
 #: Keys from the phase records.
 RECORD_KEYS = (
@@ -103,6 +106,10 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
     out.put("io_overhead_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
     out.put("io_overhead_source", "phases")
+    clock = _total(rows, "phase-clock", WALL)
+    out.put("phase_clock_switches", int(_total(rows, "phase-clock", "count")))
+    out.put("phase_clock_seconds", clock)
+    out.put("phase_clock_percent", _percent(clock, total))
     _put_records(inputs.phases, out)
 
 

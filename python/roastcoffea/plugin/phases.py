@@ -26,7 +26,7 @@ from typing import Any
 from distributed.metrics import context_meter
 from distributed.worker import thread_state
 
-from roastcoffea.instrument.phases import PHASES, TaskPhases
+from roastcoffea.instrument.phases import PHASES, TaskPhases, switch_seconds
 from roastcoffea.plugin.task import running_task
 
 #: Activity label of a phase in the digests.
@@ -38,6 +38,8 @@ WALL, CPU, BYTES, COUNT = "wall-seconds", "cpu-seconds", "bytes", "count"
 COMPRESSED = "compressed-bytes"
 #: Activities counting the measured tasks, and those whose output was measured.
 TASKS_ACTIVITY, OUTPUTS_ACTIVITY = "phase-tasks", "phase-outputs"
+#: Activity of the clock's own cost: its switches, and their estimated seconds.
+CLOCK_ACTIVITY = "phase-clock"
 
 
 def digest_task_phases(task: TaskPhases) -> None:
@@ -62,6 +64,8 @@ def digest_task_phases(task: TaskPhases) -> None:
         digest(activity, size_out, BYTES)
         digest(activity, size_in, COMPRESSED)
     digest(TASKS_ACTIVITY, 1, COUNT)
+    digest(CLOCK_ACTIVITY, task.switches, COUNT)
+    digest(CLOCK_ACTIVITY, task.switches * switch_seconds(), WALL)
     if task.output_measured:
         digest(OUTPUTS_ACTIVITY, 1, COUNT)
     running = running_task()

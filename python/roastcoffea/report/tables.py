@@ -569,7 +569,16 @@ def monitoring_table(metrics: Mapping[str, Any]) -> TableData:
         for m in monitoring.get("collector_errors") or ()
     ]
     rows += [(Cell("Note"), Cell(str(note))) for note in monitoring.get("notes") or ()]
+    if is_number(metrics.get("phase_clock_seconds")):
+        rows.append((Cell("Phase Clock (estimated)"), _phase_clock_cell(metrics)))
     return _kv_table(title, rows)
+
+
+def _phase_clock_cell(metrics: Mapping[str, Any]) -> Cell:
+    seconds, share = metrics["phase_clock_seconds"], metrics.get("phase_clock_percent")
+    switches = count(metrics.get("phase_clock_switches"))
+    share_text = number(2, "%")(share)
+    return Cell(f"{format_time(seconds)} ({share_text} of processor time, {switches} switches)")
 
 
 def unavailable_table(metrics: Mapping[str, Any]) -> TableData | None:

@@ -1,0 +1,178 @@
+"""What the phase clock costs a chunk, measured two ways in one process.
+
+What it measures: for real 100,000-event chunks of the demo's synthetic NanoAOD, run as
+coffea's work function runs them (``uproot.open``, ``NanoEventsFactory.from_root`` in
+virtual mode, ``events()``, the demo processor's ``process``), the cost of the phase hooks
+(:mod:`roastcoffea.instrument._phase_hooks`):
+
+1. side by side: each chunk twice in a row, once with the hooks installed and measuring
+   and once without, the order alternating; the ratio of the two wall times per pair;
+2. directly: the hooked calls a chunk makes (counted in a separate pass) times the cost of
+   one hooked call (a hooked no-op against the bare no-op, timed in a loop), plus the
+   worker plugin's end-of-task work (``digest_task_phases``: closing the sum and about
+   thirty ``context_meter`` digests; outside a worker it sends no record), over the
+   chunk's time. This one does not drown in the machine's noise.
+
+The figures are medians over chunks and repeats; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import uproot
+from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
+from common import data_dir, iqr, median, table
+
+from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
+from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
+from roastcoffea.instrument import _phase_hooks, phases
+from roastcoffea.instrument.phases import TaskPhases
+from roastcoffea.plugin.phases import digest_task_phases
+
+
+def work(path: Path, start: int, stop: int) -> None:
+    """One chunk as coffea's work function runs it, with the demo's processor."""
+    with uproot.open({str(path): None}) as file:
+        factory = NanoEventsFactory.from_root(
+            file=file,
+            treepath=TREE,
+            schemaclass=NanoAODSchema,
+            metadata={"dataset": "demo", "filename": str(path)},
+            mode="virtual",
+            entry_start=start,
+            entry_stop=stop,
+        )
+        DemoProcessor.process.__wrapped__(DemoProcessor(), factory.events())  # type: ignore[attr-defined]
+
+
+def timed_chunk(path: Path, start: int, stop: int, hooked: bool) -> float:
+    if hooked:
+        _phase_hooks.install()
+        phases.set_sink(lambda task: None)
+    try:
+        t0 = time.perf_counter()
+        phases.run_task(work, (path, start, stop), {})
+        return time.perf_counter() - t0
+    finally:
+        if hooked:
+            phases.set_sink(None)
+            _phase_hooks.uninstall()
+
+
+def hooked_calls(path: Path, start: int, stop: int) -> int:
+    """Phase switches one chunk makes (each hooked call that measures enters once)."""
+    entered: Counter[str] = Counter()
+    enter = TaskPhases.enter
+
+    def counting(self: TaskPhases, phase: str, *, opaque: bool = False) -> None:
+        entered[phase] += 1
+        enter(self, phase, opaque=opaque)
+
+    TaskPhases.enter = counting  # type: ignore[method-assign]
+    try:
+        timed_chunk(path, start, stop, hooked=True)
+    finally:
+        TaskPhases.enter = enter  # type: ignore[method-assign]
+    return sum(entered.values())
+
+
+def ns_per_hooked_call(loops: int) -> tuple[float, float]:
+    """(hooked no-op, bare no-op) in ns per call, inside a measured task."""
+
+    def noop() -> None:
+        pass
+
+    hooked = _phase_hooks._timed(noop, "interpret")
+    out: dict[str, float] = {}
+
+    def loop() -> None:
+        for name, func in (("bare", noop), ("hooked", hooked)):
+            t0 = time.perf_counter_ns()
+            for _ in range(loops):
+                func()
+            out[name] = (time.perf_counter_ns() - t0) / loops
+
+    phases.set_sink(lambda task: None)
+    try:
+        phases.run_task(loop, (), {})
+    finally:
+        phases.set_sink(None)
+    return out["hooked"], out["bare"]
+
+
+def us_per_task_end(loops: int) -> float:
+    """The end-of-task work of the worker plugin, in µs per task."""
+    task = TaskPhases()
+    task.codecs["ZLIB"] = [0.1, 0.1, 1000, 4000]
+    t0 = time.perf_counter_ns()
+    for _ in range(loops):
+        digest_task_phases(task)
+    return (time.perf_counter_ns() - t0) / loops / 1e3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=8, help="chunks per repeat (8)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
+    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.chunks, args.repeats = 3, 1
+    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
+    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
+    per_file = DEFAULT_EVENTS // DEFAULT_FILES
+    ranges = [
+        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
+        for path in files
+        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
+    ][: args.chunks]
+    warnings.filterwarnings("ignore", module="coffea")
+    timed_chunk(*ranges[0], hooked=False)  # warm-up: imports, caches
+
+    with_ms, without_ms, ratios = [], [], []
+    for round_ in range(args.repeats):
+        for i, chunk in enumerate(ranges):
+            first = (round_ + i) % 2 == 0
+            a = timed_chunk(*chunk, hooked=first)
+            b = timed_chunk(*chunk, hooked=not first)
+            hooked, bare = (a, b) if first else (b, a)
+            with_ms.append(1e3 * hooked)
+            without_ms.append(1e3 * bare)
+            ratios.append(hooked / bare)
+    calls = [hooked_calls(*chunk) for chunk in ranges]
+    hooked_ns, bare_ns = ns_per_hooked_call(200_000)
+    end_us = us_per_task_end(20_000)
+    cost_ms = [c * (hooked_ns - bare_ns) / 1e6 + end_us / 1e3 for c in calls]
+    direct = [cost / median(without_ms) for cost in cost_ms]
+
+    print(
+        f"phase cost: {len(ranges)} chunks of {DEFAULT_CHUNKSIZE:,} events x {args.repeats} "
+        f"repeats, demo NanoAOD in {directory}"
+    )
+    print(f"hooked calls per chunk: {min(calls):,} to {max(calls):,}")
+    print(f"one hooked call: {hooked_ns:.0f} ns, the bare call {bare_ns:.0f} ns")
+    print(f"end of a task (digests): {end_us:.1f} us")
+    print()
+    print(
+        table(
+            ["per chunk", "median", "IQR"],
+            [
+                ["with the phase clock, ms", f"{median(with_ms):.1f}", iqr(with_ms, 1)],
+                ["without, ms", f"{median(without_ms):.1f}", iqr(without_ms, 1)],
+                ["with / without, paired", f"{median(ratios):.4f}", iqr(ratios, 4)],
+                ["direct cost, ms", f"{median(cost_ms):.3f}", iqr(cost_ms, 3)],
+                ["direct cost / chunk", f"{median(direct):.5f}", iqr(direct, 5)],
+            ],
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
