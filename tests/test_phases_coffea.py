@@ -217,19 +217,23 @@ def remote_and_local(roast: Client, tmp_path_factory: pytest.TempPathFactory) ->
     (path,) = generate(directory, 20000, 1, compression="lz4:1", basket_events=5000, processes=1)
     local = {"local": {"files": {str(path): TREE}}}
     out = {"local": run(roast, local, Reader(), chunksize=10000)[0].get_metrics()}
-    with serve(directory, BANDWIDTH) as (url, _):
+    with serve(directory, BANDWIDTH) as (url, link):
         remote = {"remote": {"files": {url + path.name: TREE}}}
         options = {"uproot_options": {"handler": uproot.source.http.HTTPSource}}
         out["remote"] = run(roast, remote, Reader(), chunksize=10000, **options)[0].get_metrics()
+    out["rate"] = link.rate
     return out
 
 
 def test_remote_read_wait_is_the_bytes_over_the_bandwidth(remote_and_local: dict[str, Any]) -> None:
-    remote = remote_and_local["remote"]
-    expected = remote["phase_read_bytes"] / BANDWIDTH
+    remote, rate = remote_and_local["remote"], remote_and_local["rate"]
+    # The server paces at BANDWIDTH; ``rate`` is what its responses took, on a busy
+    # machine a little less: the clock's read wait must match the server's own clock.
+    assert rate <= 1.01 * BANDWIDTH
     assert remote["phase_read_bytes"] > 1e6
+    expected = remote["phase_read_bytes"] / rate
     assert remote["phase_wall_seconds"]["read"] == pytest.approx(expected, rel=0.2)
-    assert remote["read_bandwidth_mb_s"] == pytest.approx(BANDWIDTH / 1e6, rel=0.2)
+    assert remote["read_bandwidth_mb_s"] == pytest.approx(rate / 1e6, rel=0.2)
     assert "storage" in [finding["rule"] for finding in remote["diagnosis"]]
 
 

@@ -22,12 +22,13 @@ _RANGE = re.compile(r"(\d+)-(\d+)")
 
 
 class Link:
-    """Paces responses at ``bytes_per_second`` each, and counts the bytes sent."""
+    """Paces responses at ``bytes_per_second`` each; counts the bytes and the time sending them."""
 
     def __init__(self, bytes_per_second: float) -> None:
         self.bytes_per_second = bytes_per_second
         self._lock = threading.Lock()
         self.sent = 0
+        self.busy_seconds = 0.0
 
     def send(self, write: Callable[[bytes], object], data: bytes) -> None:
         start = time.perf_counter()
@@ -38,6 +39,12 @@ class Link:
             write(block)
         with self._lock:
             self.sent += len(data)
+            self.busy_seconds += time.perf_counter() - start
+
+    @property
+    def rate(self) -> float:
+        """Bytes per second the responses actually took (below the limit on a busy machine)."""
+        return self.sent / self.busy_seconds
 
 
 def _handler(root: Path, link: Link) -> type[BaseHTTPRequestHandler]:
