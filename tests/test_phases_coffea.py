@@ -70,6 +70,14 @@ class Reader(processor.ProcessorABC):
         return accumulator
 
 
+class TrackedReader(Reader):
+    """The same reads, with the chunk records of ``@track_metrics``."""
+
+    @track_metrics
+    def process(self, events: Any) -> dict[str, Any]:
+        return super().process(events)
+
+
 def run(
     client: Client,
     fileset: dict[str, Any],
@@ -187,7 +195,7 @@ def codecs(roast: Client, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
             processes=1,
         )
         fileset[codec] = {"files": {str(path): TREE}}
-    mc, _ = run(roast, fileset, Reader(), chunksize=2000)
+    mc, _ = run(roast, fileset, TrackedReader(), chunksize=2000)
     return mc.get_metrics()
 
 
@@ -199,6 +207,22 @@ def test_lzma_costs_more_decompression_per_byte_than_lz4(codecs: dict[str, Any])
     assert lzma["cpu_seconds"] / lzma["bytes"] > 2 * lz4["cpu_seconds"] / lz4["bytes"]
     assert codecs["phase_per_dataset"].keys() == {"lzma:1", "lz4:1"}
     assert codecs["decompress_throughput_mb_s"] > 0 and codecs["interpret_rate_hz"] > 0
+
+
+def test_bytes_match_the_baskets_each_chunk_read(codecs: dict[str, Any]) -> None:
+    # uproot's own accounting, through the chunk records: the compressed bytes (TKey
+    # included) of the accessed branches' baskets in the chunk's entry range.
+    chunks = {c["task_key"]: c for c in codecs["raw_chunk_metrics"]}
+    records = codecs["raw_phase_records"]
+    assert len(records) == len(chunks) == 6
+    for record in records:
+        chunk = chunks[record["task_key"]]
+        assert record["read_bytes"] == chunk["accessed_bytes"]
+        baskets = len(chunk["accessed_baskets"]["id"])
+        produced = sum(out for _, _, _, out in record["codecs"].values())
+        # fObjlen per basket: the record's uncompressed bytes minus each basket's TKey
+        assert chunk["accessed_uncompressed_bytes"] - 200 * baskets < produced
+        assert produced < chunk["accessed_uncompressed_bytes"]
 
 
 def test_uncompressed_output_has_no_output_phase(roast: Client, shared_data: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from roastcoffea.instrument._chunk import ACTIVE
 from roastcoffea.instrument._counters import COUNTERS
 from roastcoffea.instrument._measure import Measure
+from roastcoffea.instrument.phases import own_work
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,7 +55,8 @@ def _run_tracked(
 ) -> Any:
     """Call ``func`` inside a chunk measurement (the body of :func:`track_metrics`)."""
     try:
-        measure = Measure(events)
+        with own_work():
+            measure = Measure(events)
         token = ACTIVE.set(measure.chunk)
     except Exception as exc:  # never let the instrumentation break the task
         COUNTERS.add("instrument_errors", exc)
@@ -65,8 +67,10 @@ def _run_tracked(
     except BaseException as exc:
         ACTIVE.reset(token)
         COUNTERS.add("chunk_errors")
-        measure.finish(exc)
+        with own_work():
+            measure.finish(exc)
         raise
     ACTIVE.reset(token)
-    measure.finish(None)
+    with own_work():
+        measure.finish(None)
     return result
