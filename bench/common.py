@@ -7,6 +7,7 @@ Nothing here asserts on a timing.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -42,6 +43,35 @@ def iqr(values: Sequence[float], digits: int = 0) -> str:
 def data_dir(events: int, files: int) -> Path:
     """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
     return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"
+
+
+def chunk_arguments(parser: argparse.ArgumentParser, chunks: int) -> None:
+    """The options of a benchmark over demo chunks: --chunks, --repeats, --data-dir, --quick."""
+    parser.add_argument("--chunks", type=int, default=chunks, help=f"chunks per repeat ({chunks})")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
+    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
+
+
+def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, int]]]:
+    """The demo files' directory and the first ``args.chunks`` (path, start, stop) chunks.
+
+    ``--quick`` makes it 3 chunks and 1 repeat. The files are made once and cached.
+    """
+    from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE
+    from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, ensure_files
+
+    if args.quick:
+        args.chunks, args.repeats = 3, 1
+    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
+    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
+    per_file = DEFAULT_EVENTS // DEFAULT_FILES
+    ranges = [
+        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
+        for path in files
+        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
+    ]
+    return directory, ranges[: args.chunks]
 
 
 def cpu_seconds() -> float:

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import data_dir, iqr, median, table
+from common import chunk_arguments, demo_chunks, iqr, median, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
-from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
+from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument._measure import Measure
 from roastcoffea.records import drain_local_records
 
@@ -58,21 +58,9 @@ def open_chunk(file, path: Path, start: int, stop: int):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chunks", type=int, default=10, help="chunks per repeat (10)")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
-    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
+    chunk_arguments(parser, 10)
     args = parser.parse_args(argv)
-    if args.quick:
-        args.chunks, args.repeats = 3, 1
-    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
-    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
-    per_file = DEFAULT_EVENTS // DEFAULT_FILES
-    ranges = [
-        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
-        for path in files
-        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
-    ][: args.chunks]
+    directory, ranges = demo_chunks(args)
     process = DemoProcessor.process.__wrapped__  # type: ignore[attr-defined]
     processor = DemoProcessor()
     warnings.filterwarnings("ignore", module="coffea")

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import data_dir, iqr, median, table
+from common import chunk_arguments, demo_chunks, iqr, median, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
-from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
+from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.instrument.phases import TaskPhases
 from roastcoffea.plugin.phases import digest_task_phases
@@ -117,21 +117,9 @@ def us_per_task_end(loops: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chunks", type=int, default=8, help="chunks per repeat (8)")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
-    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
+    chunk_arguments(parser, 8)
     args = parser.parse_args(argv)
-    if args.quick:
-        args.chunks, args.repeats = 3, 1
-    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
-    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
-    per_file = DEFAULT_EVENTS // DEFAULT_FILES
-    ranges = [
-        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
-        for path in files
-        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
-    ][: args.chunks]
+    directory, ranges = demo_chunks(args)
     warnings.filterwarnings("ignore", module="coffea")
     timed_chunk(*ranges[0], hooked=False)  # warm-up: imports, caches
 
