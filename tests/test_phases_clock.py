@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy
 import pytest
 import uproot
 
@@ -138,3 +139,17 @@ def test_phase_names_are_the_documented_ones() -> None:
 
     assert PHASES == metric_phases.PHASES
     assert PHASES[-1] == "other"
+
+
+def test_a_failing_hook_is_counted_and_the_read_goes_on(finished: list[TaskPhases]) -> None:
+    class Odd(uproot.source.chunk.Chunk):
+        @property
+        def is_memmap(self) -> bool:
+            raise RuntimeError("an uproot this hook does not know")
+
+    data = numpy.frombuffer(b"abc", dtype=numpy.uint8)
+    chunk = Odd(None, 0, 3, uproot.source.futures.TrivialFuture(data))
+    before = instrumentation_counters()["instrument_errors"]
+    assert phases.run_task(lambda: bytes(chunk.raw_data), (), {}) == b"abc"
+    assert instrumentation_counters()["instrument_errors"] == before + 1
+    assert finished[0].read_bytes == 0

@@ -34,8 +34,18 @@ from collections.abc import Callable
 from typing import Any
 
 from roastcoffea.instrument import phases
+from roastcoffea.instrument._counters import COUNTERS
 
 Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
+
+
+def _quietly(bookkeeping: Callable[..., Any], *args: Any) -> Any:
+    """Run the hooks' own bookkeeping; a failure is counted, never raised into the analysis."""
+    try:
+        return bookkeeping(*args)
+    except Exception as exc:
+        COUNTERS.add("instrument_errors", exc)
+        return None
 
 
 def _open(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -111,22 +121,26 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
     """
     from uproot.source.futures import TrivialFuture
 
+    def is_read(chunk: Any) -> bool:
+        future = getattr(chunk, "_future", None)
+        return chunk._raw_data is None and (
+            not isinstance(future, TrivialFuture) or bool(chunk.is_memmap)
+        )
+
+    def add_bytes(task: phases.TaskPhases, chunk: Any) -> None:
+        task.read_bytes += chunk.stop - chunk.start
+
     @functools.wraps(func)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         task = phases.current()
-        if (
-            task is None
-            or task.opaque
-            or getattr(self, "_raw_data", None) is not None
-            or (isinstance(self._future, TrivialFuture) and not self.is_memmap)
-        ):
+        if task is None or task.opaque or not _quietly(is_read, self):
             return func(self, *args, **kwargs)
         task.enter("read")
         try:
             return func(self, *args, **kwargs)
         finally:
             task.leave()
-            task.read_bytes += self.stop - self.start
+            _quietly(add_bytes, task, self)
 
     return wait
 
@@ -172,7 +186,7 @@ def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
             return out
         finally:
             wall, cpu = task.leave()
-            task.add_codec(str(self.name), wall, cpu, len(data), len(out))
+            _quietly(lambda: task.add_codec(str(self.name), wall, cpu, len(data), len(out)))
 
     return decompress
 
@@ -216,14 +230,19 @@ def _in_work(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     task = phases.current()
     if task is None:
         return func(*args, **kwargs)
-    item = kwargs.get("item", args[5] if len(args) > 5 else None)
-    task.item = item[0] if isinstance(item, tuple) else item  # (item, processor) when heavy
+    task.item = _quietly(_work_item, args, kwargs)
     task.in_work = True
     try:
         return func(*args, **kwargs)
     finally:
         task.in_work = False
         task.rebase("other")
+
+
+def _work_item(args: tuple, kwargs: dict) -> Any:
+    """The WorkItem argument of ``_work_function`` (an (item, processor) pair when heavy)."""
+    item = kwargs.get("item", args[5] if len(args) > 5 else None)
+    return item[0] if isinstance(item, tuple) else item
 
 
 def _targets() -> list[tuple[Any, str, Wrapper]]:
