@@ -25,20 +25,20 @@ def local_cluster(**kwargs: Any) -> LocalCluster:
     return LocalCluster(**options)
 
 
-#: ROOT files every data test needs, in the project workspace's shared/data/.
-SHARED_FILES = ("nano_dy.root", "nano_dimuon.root", "nanoAOD_2015_CMS_Open_Data_ttbar.root")
+#: The small real CMS NanoAOD files the data tests read (tests/data/README.md says where from).
+CMS_FILES = ("nano_dy.root", "nano_dimuon.root", "nanoAOD_2015_CMS_Open_Data_ttbar.root")
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The directory of the shared test ROOT files (never copied into the repo).
+def cms_data() -> Path:
+    """The directory of the CMS NanoAOD test files, ``tests/data``.
 
     Fails, never skips, when a file is missing: the data tests are part of the suite.
     """
-    path = Path(__file__).resolve().parents[2] / "shared" / "data"
-    missing = [name for name in SHARED_FILES if not (path / name).is_file()]
+    path = Path(__file__).resolve().parent / "data"
+    missing = [name for name in CMS_FILES if not (path / name).is_file()]
     if missing:
-        pytest.fail(f"shared test data missing in {path}: {', '.join(missing)}")
+        pytest.fail(f"test data missing in {path}: {', '.join(missing)}")
     return path
 
 
@@ -80,11 +80,9 @@ def make_cluster() -> Iterator[Callable[..., tuple[LocalCluster, Client]]]:
 
 
 @pytest.fixture(scope="session")
-def measured(
-    client: Client, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Measured:
+def measured(client: Client, cms_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Measured:
     """A real coffea run measured by a MetricsCollector and saved (see measured_run)."""
-    return measure(client, shared_data, tmp_path_factory.mktemp("measurements"))
+    return measure(client, cms_data, tmp_path_factory.mktemp("measurements"))
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """One real measurement shared by the plot, report and command tests.
 
 A MetricsCollector measures coffea's ``Runner`` + ``DaskExecutor`` on the
-session cluster over the three shared CMS files (three datasets, small chunks),
+session cluster over the three CMS files of tests/data (three datasets, small chunks),
 and saves the measurement. Everything in it is real; nothing is made up.
 """
 
@@ -25,7 +25,7 @@ from roastcoffea import MetricsCollector, track_bytes, track_memory, track_metri
 # The processor travels to the workers by value, whatever their sys.path.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-#: Datasets of the measured run and their shared files.
+#: Datasets of the measured run and their CMS files.
 DATASETS = {
     "dy": "nano_dy.root",
     "dimuon": "nano_dimuon.root",
@@ -67,9 +67,9 @@ class Measured:
     output: dict[str, Any]
 
 
-def shared_fileset(shared_data: Path) -> dict[str, Any]:
-    """coffea's fileset of the shared files, one dataset each."""
-    return {name: {"files": {str(shared_data / file): "Events"}} for name, file in DATASETS.items()}
+def cms_fileset(cms_data: Path) -> dict[str, Any]:
+    """coffea's fileset of the CMS files, one dataset each."""
+    return {name: {"files": {str(cms_data / file): "Events"}} for name, file in DATASETS.items()}
 
 
 def dask_runner(client: Client) -> processor.Runner:
@@ -82,16 +82,14 @@ def dask_runner(client: Client) -> processor.Runner:
     )
 
 
-def measure(client: Client, shared_data: Path, output_dir: Path) -> Measured:
+def measure(client: Client, cms_data: Path, output_dir: Path) -> Measured:
     """Run :class:`MeasuredProcessor` inside a collector and save the measurement."""
     runner = dask_runner(client)
     with warnings.catch_warnings():
-        # NanoAODSchema's complaints about the shared files are not ours.
+        # NanoAODSchema's complaints about the CMS files are not ours.
         warnings.simplefilter("ignore", RuntimeWarning)
         with MetricsCollector(client, live=False) as collector:
-            output, report = runner(
-                shared_fileset(shared_data), MeasuredProcessor(), treename="Events"
-            )
+            output, report = runner(cms_fileset(cms_data), MeasuredProcessor(), treename="Events")
             collector.set_coffea_report(report)
     path = collector.save_measurement(output_dir, "measured")
     return Measured(collector, collector.get_metrics(), Path(path), output)

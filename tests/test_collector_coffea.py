@@ -1,6 +1,6 @@
 """MetricsCollector acceptance tests: real coffea Runner + DaskExecutor on real ROOT files.
 
-The fileset has two datasets over the three shared files; ``chunksize=100``
+The fileset has two datasets over the three CMS files; ``chunksize=100``
 makes four chunks (40 + 40 + 2 x 100 events), so every run stays short on a
 loaded machine. The three collector runs on the session cluster are made
 once, in order (``runs``): A and B run the same workload with
@@ -101,16 +101,16 @@ def collect(
 
 
 @pytest.fixture(scope="module")
-def runs(client: Client, shared_data: Path) -> Iterator[dict[str, Any]]:
-    # The shared CMS files predate some cross-references; restore the class-wide
+def runs(client: Client, cms_data: Path) -> Iterator[dict[str, Any]]:
+    # The CMS files predate some cross-references; restore the class-wide
     # setting afterwards so other modules see coffea's default.
     warn = NanoAODSchema.warn_missing_crossrefs
     NanoAODSchema.warn_missing_crossrefs = False
     try:
-        items = list(runner(client, 1).preprocess(fileset(shared_data), treename=TREE))
+        items = list(runner(client, 1).preprocess(fileset(cms_data), treename=TREE))
         out: dict[str, Any] = {"items": items}
         for name, compression in (("A", 1), ("B", 1), ("C", None)):
-            out[name] = collect(client, shared_data, compression)
+            out[name] = collect(client, cms_data, compression)
     finally:
         NanoAODSchema.warn_missing_crossrefs = warn
     yield out
@@ -259,10 +259,10 @@ def test_second_collector_excludes_the_first(runs: dict[str, Any]) -> None:
 # ---- 5. a worker dies mid-run ---------------------------------------------------------
 
 
-def test_lost_worker_is_reported(make_cluster: Any, shared_data: Path, tmp_path: Path) -> None:
+def test_lost_worker_is_reported(make_cluster: Any, cms_data: Path, tmp_path: Path) -> None:
     _, client = make_cluster()
     proc = KillOnce(str(tmp_path / "killed"), "nanoAOD_2015_CMS_Open_Data_ttbar.root", 100)
-    mc, output, report = collect(client, shared_data, 1, proc)
+    mc, output, report = collect(client, cms_data, 1, proc)
     assert (tmp_path / "killed").exists()
     assert output["events"] == {"dy": 80, "ttbar": 200}
     m = mc.get_metrics()

@@ -1,6 +1,6 @@
 """Exact chunk totals under faults: a worker killed, restarted by its nanny, scaled away.
 
-Real coffea on the shared CMS files, real worker processes. Dask recomputes the
+Real coffea on the CMS files of tests/data, real worker processes. Dask recomputes the
 results lost with a worker, and every execution sends a chunk record; each work
 item must still count once, equal to coffea's own report, and the extra
 executions must be reported as recomputed, equal to Dask's own count of how often
@@ -25,7 +25,7 @@ import pytest
 from coffea import processor
 from distributed import Client
 from distributed.utils import open_port
-from measured_run import CHUNKSIZE, dask_runner, shared_fileset
+from measured_run import CHUNKSIZE, cms_fileset, dask_runner
 
 from roastcoffea import MetricsCollector, track_metrics
 
@@ -83,7 +83,7 @@ def finished_processor_tasks(client: Client, prefix: str) -> int:
 
 
 def run_measured(
-    client: Client, shared_data: Path, proc: KillOnce, during: Any = None
+    client: Client, cms_data: Path, proc: KillOnce, during: Any = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     runner = dask_runner(client)
     with warnings.catch_warnings():
@@ -91,7 +91,7 @@ def run_measured(
         with MetricsCollector(client, live=False) as collector:
             if during is not None:
                 during.start()
-            output, report = runner(shared_fileset(shared_data), proc, treename="Events")
+            output, report = runner(cms_fileset(cms_data), proc, treename="Events")
             collector.set_coffea_report(report)
     assert output["events"] == report["entries"]
     return collector.get_metrics(), report
@@ -119,11 +119,11 @@ def kill_cluster(make_cluster: Any) -> tuple[Any, Client]:
 
 
 def test_a_killed_worker_restarted_by_its_nanny_counts_each_chunk_once(
-    kill_cluster: tuple[Any, Client], shared_data: Path, tmp_path: Path
+    kill_cluster: tuple[Any, Client], cms_data: Path, tmp_path: Path
 ) -> None:
     _, client = kill_cluster
     address = next(iter(client.scheduler_info()["workers"]))
-    metrics, report = run_measured(client, shared_data, KillOnce(str(tmp_path / "killed")))
+    metrics, report = run_measured(client, cms_data, KillOnce(str(tmp_path / "killed")))
     assert (tmp_path / "killed").exists()
     finished = finished_processor_tasks(client, "KillOnce")
     assert_counts_once(metrics, report, finished)
@@ -138,17 +138,17 @@ def test_a_killed_worker_restarted_by_its_nanny_counts_each_chunk_once(
 
 
 def test_a_worker_killed_among_two_counts_each_chunk_once(
-    make_cluster: Any, shared_data: Path, tmp_path: Path
+    make_cluster: Any, cms_data: Path, tmp_path: Path
 ) -> None:
     with dask.config.set({"distributed.admin.low-level-log-length": LOG_LENGTH}):
         _, client = make_cluster()
-    metrics, report = run_measured(client, shared_data, KillOnce(str(tmp_path / "killed")))
+    metrics, report = run_measured(client, cms_data, KillOnce(str(tmp_path / "killed")))
     assert (tmp_path / "killed").exists()
     assert_counts_once(metrics, report, finished_processor_tasks(client, "KillOnce"))
 
 
 def test_a_cluster_scaled_down_mid_run_counts_each_chunk_once(
-    make_cluster: Any, shared_data: Path
+    make_cluster: Any, cms_data: Path
 ) -> None:
     with dask.config.set({"distributed.admin.low-level-log-length": LOG_LENGTH}):
         cluster, client = make_cluster()
@@ -162,7 +162,7 @@ def test_a_cluster_scaled_down_mid_run_counts_each_chunk_once(
         cluster.scale(1)
 
     scaler = threading.Thread(target=scale_down_after_some_chunks)
-    metrics, report = run_measured(client, shared_data, KillOnce(None, nap=0.1), during=scaler)
+    metrics, report = run_measured(client, cms_data, KillOnce(None, nap=0.1), during=scaler)
     scaler.join()
     assert len(client.scheduler_info()["workers"]) == 1
     assert_counts_once(metrics, report, finished_processor_tasks(client, "KillOnce"))

@@ -46,7 +46,7 @@ from roastcoffea.records import (
     records_for_spans,
 )
 
-# NanoAODSchema's complaints about the shared files are not ours.
+# NanoAODSchema's complaints about the CMS files are not ours.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevents.schemas")
 
 
@@ -240,8 +240,8 @@ class MuonJets(processor.ProcessorABC):
         return accumulator
 
 
-def test_iterative_executor_records_are_drained_by_span(shared_data: Path) -> None:
-    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): "Events"}}}
+def test_iterative_executor_records_are_drained_by_span(cms_data: Path) -> None:
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}}}
     run = processor.Runner(
         executor=processor.IterativeExecutor(),
         schema=NanoAODSchema,
@@ -273,14 +273,14 @@ def test_iterative_executor_records_are_drained_by_span(shared_data: Path) -> No
         assert record["section_counts"]["bytes"] == {"muons": 2}
         assert record["instrument_bytes"] > 0
         assert math.isclose(
-            record["branches_read_percent"], 100 * 2 / record_total_branches(record, shared_data)
+            record["branches_read_percent"], 100 * 2 / record_total_branches(record, cms_data)
         )
     with_metadata = [r for r in records if r["file_metadata"] is not None]
     assert sorted(r["file"] for r in with_metadata) == sorted({i.filename for i in items})
     assert local_record_stats()["refused"] == 0
 
 
-def record_total_branches(record: dict[str, Any], shared_data: Path) -> int:
+def record_total_branches(record: dict[str, Any], cms_data: Path) -> int:
     with uproot.open(record["file"]) as file:
         return len(file["Events"].keys())
 
@@ -372,9 +372,9 @@ def test_work_items_are_found_in_task_specs() -> None:
     assert not holds_work_item(Task("k", f, *range(20), item))  # beyond the scan width
 
 
-def test_events_opened_from_a_path_are_measured_too(shared_data: Path) -> None:
+def test_events_opened_from_a_path_are_measured_too(cms_data: Path) -> None:
     """Without coffea's Runner the factory holds a ReadOnlyFile, not a directory."""
-    path = str(shared_data / "nano_dimuon.root")
+    path = str(cms_data / "nano_dimuon.root")
 
     def events() -> Any:
         factory = NanoEventsFactory.from_root(

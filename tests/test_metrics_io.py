@@ -63,7 +63,7 @@ def test_compression_ratio_of_what_was_read() -> None:
 
 
 def test_compression_ratio_leaves_out_embedded_baskets() -> None:
-    # Baskets embedded in the TTree metadata (as in the shared 2015 ttbar file) have
+    # Baskets embedded in the TTree metadata (as in the 2015 ttbar file of tests/data) have
     # no compressed size: they count on neither side of the ratio.
     mixed = chunk(accessed_bytes=300, accessed_uncompressed_bytes=1700, accessed_embedded_bytes=700)
     m = metrics_of(chunks=[mixed])

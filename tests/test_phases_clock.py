@@ -102,10 +102,10 @@ def test_without_a_sink_nothing_is_measured() -> None:
 
 
 def test_uproot_reads_split_into_open_decompress_and_interpret(
-    finished: list[TaskPhases], shared_data: Path
+    finished: list[TaskPhases], cms_data: Path
 ) -> None:
     def read() -> int:
-        with uproot.open(shared_data / "nano_dy.root") as file:
+        with uproot.open(cms_data / "nano_dy.root") as file:
             return len(file["Events"]["Muon_pt"].array())
 
     assert phases.run_task(read, (), {}) > 0

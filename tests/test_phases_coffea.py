@@ -88,7 +88,7 @@ def run(
     **options: Any,
 ) -> tuple[MetricsCollector, Any]:
     warn = NanoAODSchema.warn_missing_crossrefs
-    NanoAODSchema.warn_missing_crossrefs = False  # the shared CMS files lack some
+    NanoAODSchema.warn_missing_crossrefs = False  # the CMS files lack some
     runner = processor.Runner(
         executor=processor.DaskExecutor(client=client, compression=compression, status=False),
         schema=NanoAODSchema,
@@ -106,8 +106,8 @@ def run(
 
 
 @pytest.fixture(scope="module")
-def busy(roast: Client, shared_data: Path) -> tuple[MetricsCollector, Any]:
-    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): TREE}}}
+def busy(roast: Client, cms_data: Path) -> tuple[MetricsCollector, Any]:
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
     return run(roast, fileset, Busy(), chunksize=20)
 
 
@@ -232,8 +232,8 @@ def test_bytes_match_the_baskets_each_chunk_read(codecs: dict[str, Any]) -> None
         assert produced == chunk["accessed_uncompressed_bytes"] - keys
 
 
-def test_uncompressed_output_has_no_output_phase(roast: Client, shared_data: Path) -> None:
-    fileset = {"dy": {"files": {str(shared_data / "nano_dy.root"): TREE}}}
+def test_uncompressed_output_has_no_output_phase(roast: Client, cms_data: Path) -> None:
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
     mc, _ = run(roast, fileset, Reader(), chunksize=40, compression=None)
     metrics = mc.get_metrics()
     assert metrics["output_phase_seconds"] is None

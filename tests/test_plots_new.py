@@ -316,14 +316,14 @@ def test_scaling_study_x_is_cores(three: list[Any]) -> None:
 def test_scaling_study_on_two_real_cluster_shapes(
     measured: Measured,
     make_cluster: Callable[..., tuple[LocalCluster, Client]],
-    shared_data: Path,
+    cms_data: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # One dataset (4 chunks) keeps the second real run short.
     monkeypatch.setattr(measured_run, "DATASETS", {"dy": measured_run.DATASETS["dy"]})
     _, one_worker = make_cluster(n_workers=1)
-    small = measure(one_worker, shared_data, tmp_path)
+    small = measure(one_worker, cms_data, tmp_path)
     assert small.metrics["num_chunks"] == 4
     paths = [small.path, measured.path]
     threads = [load_metadata(p)["cluster"]["threads"] for p in paths]

@@ -37,7 +37,7 @@ from roastcoffea.records import decode_records, records_for_spans
 # The processor classes travel to the workers by value, whatever their sys.path.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-# NanoAODSchema's complaints about the shared files are not ours.
+# NanoAODSchema's complaints about the CMS files are not ours.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevents.schemas")
 
 #: Every key the issue-3 contract requires in a chunk record.
@@ -96,10 +96,10 @@ class TrackedProcessor(processor.ProcessorABC):
         return accumulator
 
 
-def fileset(shared_data: Path) -> dict[str, Any]:
+def fileset(cms_data: Path) -> dict[str, Any]:
     return {
-        "dy": {"files": {str(shared_data / "nano_dy.root"): "Events"}},
-        "dimuon": {"files": {str(shared_data / "nano_dimuon.root"): "Events"}},
+        "dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}},
+        "dimuon": {"files": {str(cms_data / "nano_dimuon.root"): "Events"}},
     }
 
 
@@ -141,13 +141,13 @@ def span_records(client: Client, span_id: str) -> tuple[list[dict], set[str]]:
     ("compression", "prefix"), [(1, "TrackedProcessor"), (None, "automatic_retries")]
 )
 def test_chunk_records_reach_the_client_through_the_plugin(
-    roast: Client, shared_data: Path, compression: int | None, prefix: str
+    roast: Client, cms_data: Path, compression: int | None, prefix: str
 ) -> None:
     run = runner(roast, compression)
     tracked = TrackedProcessor()
     state_before = dict(vars(tracked))
     with distributed.span("instrument-transport") as span_id:
-        items = list(run.preprocess(fileset(shared_data), treename="Events"))
+        items = list(run.preprocess(fileset(cms_data), treename="Events"))
         output, report = run(items, tracked, treename="Events")
     chunks, prefixes = span_records(roast, span_id)
 
@@ -257,10 +257,10 @@ def assert_no_instrumentation_failures(client: Client, chunks: int) -> None:
         assert values["records_local"] == 0, address
 
 
-def test_failed_chunks_send_error_records_and_raise(roast: Client, shared_data: Path) -> None:
+def test_failed_chunks_send_error_records_and_raise(roast: Client, cms_data: Path) -> None:
     run = runner(roast, 1)
     with distributed.span("instrument-failure") as span_id:
-        items = list(run.preprocess(fileset(shared_data), treename="Events"))
+        items = list(run.preprocess(fileset(cms_data), treename="Events"))
         with pytest.raises(Exception, match="boom in dimuon"):
             run(items, TrackedProcessor(fail_dataset="dimuon"), treename="Events")
     chunks, prefixes = span_records(roast, span_id)
@@ -288,15 +288,13 @@ class ClockShiftingProcessor(processor.ProcessorABC):
         return accumulator
 
 
-def test_chunk_times_use_the_clock_offset_of_their_task(
-    make_cluster: Any, shared_data: Path
-) -> None:
+def test_chunk_times_use_the_clock_offset_of_their_task(make_cluster: Any, cms_data: Path) -> None:
     # Dask stamps a task with the scheduler_delay read at submission; a heartbeat
     # changing it during the task must not move the chunk outside its task.
     _, client = make_cluster(n_workers=1)
     client.register_plugin(RoastPlugin())
     run = runner(client, 1)
-    files = {"dy": {"files": {str(shared_data / "nano_dy.root"): "Events"}}}
+    files = {"dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}}}
     with distributed.span("clock-shift") as span_id:
         items = list(run.preprocess(files, treename="Events"))[:2]
         run(items, ClockShiftingProcessor(), treename="Events")
