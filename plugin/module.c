@@ -351,12 +351,12 @@ PyMODINIT_FUNC PyInit__native(void)
         names_clear();
         return NULL;
     }
+    /* One DecodeError for the package, defined in Python so that code reading
+     * saved measurements has it without loading this extension. */
     if (!roastpy_DecodeError) {
-        roastpy_DecodeError = PyErr_NewExceptionWithDoc(
-            "roastcoffea.DecodeError",
-            "Bytes or text from outside (a snapshot, a worker payload, a state file)\n"
-            "do not match their format. A ValueError.",
-            PyExc_ValueError, NULL);
+        PyObject *errors = PyImport_ImportModule("roastcoffea.errors");
+        roastpy_DecodeError = errors ? PyObject_GetAttrString(errors, "DecodeError") : NULL;
+        Py_XDECREF(errors);
         if (!roastpy_DecodeError)
             return NULL;
     }

@@ -16,30 +16,42 @@ from __future__ import annotations
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from roastcoffea._native import DecodeError
-from roastcoffea.instrument import (
-    BaseInstrumentationContext,
-    track_bytes,
-    track_memory,
-    track_metrics,
-    track_section,
-    track_time,
-)
-from roastcoffea.plugin import RoastPlugin
+from roastcoffea.errors import DecodeError
+
+if TYPE_CHECKING:
+    from roastcoffea.collector import MetricsCollector
+    from roastcoffea.instrument import (
+        BaseInstrumentationContext,
+        track_bytes,
+        track_memory,
+        track_metrics,
+        track_section,
+        track_time,
+    )
+    from roastcoffea.measurement import load_measurement, save_measurement
+    from roastcoffea.plugin import RoastPlugin
 
 try:
     __version__: str = version("roastcoffea")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-#: Names imported on first use: the collector side pulls in rich and the
-#: metrics code, which processors running on workers never need.
+#: Names imported on first use, so that ``import roastcoffea`` loads neither
+#: Dask nor the native extension: reading a saved measurement needs neither,
+#: and processors running on workers need only the instrumentation.
 _LAZY = {
+    "RoastPlugin": "roastcoffea.plugin",
     "MetricsCollector": "roastcoffea.collector",
     "load_measurement": "roastcoffea.measurement",
     "save_measurement": "roastcoffea.measurement",
+    "BaseInstrumentationContext": "roastcoffea.instrument",
+    "track_bytes": "roastcoffea.instrument",
+    "track_memory": "roastcoffea.instrument",
+    "track_metrics": "roastcoffea.instrument",
+    "track_section": "roastcoffea.instrument",
+    "track_time": "roastcoffea.instrument",
 }
 
 

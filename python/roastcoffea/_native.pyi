@@ -3,14 +3,12 @@
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from roastcoffea.errors import DecodeError as DecodeError
+
 #: Version of the msgpack wire formats (worker payloads, snapshots).
 WIRE_VERSION: Final[int]
 #: The series columns, in the order of ``roast_column`` (native/include/roast/series.h).
 SERIES_COLUMNS: Final[tuple[str, ...]]
-
-class DecodeError(ValueError):
-    """Bytes or text from outside (a snapshot, a worker payload, a state file) do not match
-    their format."""
 
 def key_split(key: object) -> str:
     """The task prefix of a Dask key; equals ``dask.utils.key_split(key)``."""

@@ -40,7 +40,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from roastcoffea._native import DecodeError
+from roastcoffea.errors import DecodeError
 
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1

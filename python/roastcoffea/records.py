@@ -114,7 +114,7 @@ from typing import Any, NamedTuple
 import msgpack
 import numpy
 
-from roastcoffea._native import DecodeError
+from roastcoffea.errors import DecodeError
 
 #: Version of the record maps this module writes and reads.
 RECORD_VERSION = 1

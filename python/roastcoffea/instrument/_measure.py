@@ -15,7 +15,6 @@ from roastcoffea.instrument._coffea import (
     open_tree_of,
 )
 from roastcoffea.instrument._counters import COUNTERS, Unavailable, describe
-from roastcoffea.plugin.task import running_task
 from roastcoffea.records import RECORD_VERSION, queue_local
 
 
@@ -129,6 +128,8 @@ class Measure:
             self.unavailable["mem_delta_mb"] = "RSS not measured"
         record["bytes_read"] = None if bytes1 is None else bytes1 - self.bytes0
         record["error"] = None if error is None else describe(error)
+
+        from roastcoffea.plugin.task import running_task  # Dask, only where a chunk ends
 
         task = running_task()
         plugin, span = task.plugin, task.span
