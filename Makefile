@@ -54,7 +54,7 @@ $(VENV)/bin/python:
 # Build tools first (the editable install builds without isolation), then the
 # package with its test extras.
 $(VENV)/.installed: $(NATIVE_INPUTS) $(PACKAGE_DIRS) | deps $(VENV)/bin/python
-	$(VPY) -m pip install -q --upgrade pip scikit-build-core
+	$(VPY) -m pip install -q --upgrade pip scikit-build-core "setuptools-scm>=8"
 	$(VPY) -m pip install -q --no-build-isolation -e ".[test]"
 	touch $@
 

@@ -15,7 +15,6 @@ Examples
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from roastcoffea.errors import DecodeError
@@ -33,9 +32,9 @@ if TYPE_CHECKING:
     from roastcoffea.measurement import load_measurement, save_measurement
     from roastcoffea.plugin import RoastPlugin
 
-try:
-    __version__: str = version("roastcoffea")
-except PackageNotFoundError:  # running from a source tree that is not installed
+try:  # written by setuptools-scm at build time, from the git tags
+    from roastcoffea._version import __version__
+except ImportError:  # a source tree that was never built
     __version__ = "0+unknown"
 
 #: Names imported on first use, so that ``import roastcoffea`` loads neither
