@@ -20,12 +20,16 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-loaded ctest pytest lint deps test-deps fuzz bench wheel clean
+.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
 
 test: ctest pytest lint
+
+# The fast lane: the C tests and every Python test that starts no cluster and builds
+# no package (markers in pyproject.toml; about half a minute here).
+test-fast: ctest pytest-fast
 
 # System packages: install only what dpkg says is missing.
 define install_missing
@@ -73,6 +77,9 @@ ctest: deps
 
 pytest: $(VENV)/.installed test-deps
 	$(VPY) -m pytest
+
+pytest-fast: $(VENV)/.installed test-deps
+	$(VPY) -m pytest -m "not cluster and not build"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check python tests bench

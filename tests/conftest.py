@@ -12,6 +12,16 @@ from measured_run import Measured, measure
 
 from roastcoffea import RoastPlugin, load_measurement
 
+#: Fixtures that start a Dask cluster: every test that uses one, directly or not, is
+#: marked ``cluster`` (``make test-fast`` leaves those out).
+CLUSTER_FIXTURES = frozenset({"cluster", "make_cluster"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cluster)
+
 
 def local_cluster(**kwargs: Any) -> LocalCluster:
     """Two single-threaded worker processes; the HTTP server on a free port."""

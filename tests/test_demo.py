@@ -119,6 +119,7 @@ def test_demo_without_collector(demo: analysis.DemoResult, client: Client) -> No
     assert bare.output[DATASET]["cutflow"] == demo.output[DATASET]["cutflow"]
 
 
+@pytest.mark.cluster
 def test_cli_runs_the_demo_on_its_own_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -148,9 +148,9 @@ def loaded_report(measured: Measured, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(params=["live", "loaded"])
-def report(request: pytest.FixtureRequest) -> Report:
+def report(request: pytest.FixtureRequest, live_report: Report, loaded_report: Report) -> Report:
     """The report of the measured run, live and loaded."""
-    return request.getfixturevalue(f"{request.param}_report")
+    return live_report if request.param == "live" else loaded_report
 
 
 def test_report_structure(report: Report) -> None:

@@ -8,6 +8,9 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.build
 ROOT = Path(__file__).resolve().parents[1]
 
 

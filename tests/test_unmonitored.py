@@ -37,6 +37,8 @@ class NotInstalled:
 sys.meta_path.insert(0, NotInstalled())
 """
 
+pytestmark = pytest.mark.cluster
+
 
 def test_the_loader_names_what_the_worker_plugin_uses() -> None:
     assert (_NAME, _STATE_HANDLER) == (PLUGIN_NAME, WORKER_STATE_HANDLER)

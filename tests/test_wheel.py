@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.build, pytest.mark.cluster]
 ROOT = Path(__file__).resolve().parents[1]
 
 #: What a manylinux wheel may take from the system: the C library and the loader.
