@@ -20,7 +20,7 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel clean
+.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel docs clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
@@ -114,6 +114,11 @@ wheel: deps $(VENV)/bin/python
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheel-raw/*.whl \
 	  > build/auditwheel.log 2>&1 || { cat build/auditwheel.log; exit 1; }
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel show dist/roastcoffea-*.whl
+
+# The documentation site (Sphinx, MyST Markdown, the API from the docstrings), offline,
+# every warning an error. Open build/docs/html/index.html.
+docs: $(VENV)/.installed
+	$(VPY) -m sphinx -W --keep-going -q -b html docs build/docs/html
 
 bench: $(VENV)/.installed
 	$(VPY) bench/run_all.py
