@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from make_target import ROOT, make
 
 pytestmark = pytest.mark.build
 
 
 def test_the_site_builds_without_a_warning() -> None:
-    done = subprocess.run(
-        ["make", "--no-print-directory", "docs"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    make("docs")
     html = ROOT / "build" / "docs" / "html"
     pages = {p.stem for p in html.glob("*.html")}
     assert {"index", "guide", "tutorial", "metrics", "api", "changelog"} <= pages

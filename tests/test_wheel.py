@@ -19,24 +19,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from make_target import ROOT, make
 
 pytestmark = [pytest.mark.build, pytest.mark.cluster]
-ROOT = Path(__file__).resolve().parents[1]
-
 #: What a manylinux wheel may take from the system: the C library and the loader.
 SYSTEM = re.compile(r"^(linux-vdso|libc|libm|libpthread|libdl|librt|ld-linux)[.-]")
 
 
 @pytest.fixture(scope="module")
 def wheel() -> Path:
-    done = subprocess.run(
-        ["make", "--no-print-directory", "wheel"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    make("wheel")
     (path,) = (ROOT / "dist").glob("roastcoffea-*.whl")
     return path
 
