@@ -544,8 +544,9 @@ def test_measured_run_never_spilled(metrics: dict[str, Any]) -> None:
 
 
 def test_efficiency_summary_has_one_unit_per_axes(metrics: dict[str, Any]) -> None:
-    fig, axes = scaling.plot_efficiency_summary(metrics)
-    assert len(axes) == 2
+    fig, ax = scaling.plot_efficiency_summary(metrics)
+    axes = fig.axes
+    assert ax is axes[0] and len(axes) == 2
     assert bar_heights(axes[0])["core efficiency"] == [
         pytest.approx(metrics["core_efficiency"] * 100)
     ]
@@ -561,16 +562,18 @@ def test_efficiency_summary_shows_unmeasured_as_na(measured: Measured) -> None:
     metrics = dict(measured.metrics)
     metrics["core_efficiency"] = None
     metrics["unavailable"] = {"core_efficiency": "no worker tracking"}
-    _, axes = scaling.plot_efficiency_summary(metrics)
-    assert axes[0].containers == []
-    assert "N/A" in texts(axes[0]) and "no worker tracking" in texts(axes[0])
+    _, ax = scaling.plot_efficiency_summary(metrics)
+    assert ax.containers == []
+    assert "N/A" in texts(ax) and "no worker tracking" in texts(ax)
     metrics["speedup_factor"] = None
     with pytest.raises(ValueError, match=r"core_efficiency.*speedup_factor.*no worker tracking"):
         scaling.plot_efficiency_summary(metrics)
 
 
 def test_resource_utilization(metrics: dict[str, Any]) -> None:
-    fig, axes = scaling.plot_resource_utilization(metrics)
+    fig, first = scaling.plot_resource_utilization(metrics)
+    axes = fig.axes
+    assert first is axes[0]
     assert [ax.get_ylabel() for ax in axes] == ["workers", "cores (threads)", "memory (GiB)"]
     assert bar_heights(axes[0]) == {
         "average": [pytest.approx(metrics["avg_workers"])],

@@ -190,6 +190,8 @@ class MetricsCollector(AbstractContextManager):
         self.span_metrics: dict[tuple, float] | None = None
         self.chunk_metrics: list[dict[str, Any]] = []
         self.phase_records: list[dict[str, Any]] = []
+        #: Section records given to :meth:`record_section_metrics` (roastcoffea 0.1.2).
+        self.section_metrics: list[dict[str, Any]] = []
         self.detected_prefixes: set[str] = set()
         self.coffea_report: dict[str, Any] | None = None
         self.custom_metrics: dict[str, Any] | None = None
@@ -387,6 +389,31 @@ class MetricsCollector(AbstractContextManager):
         self.coffea_report = report
         self.custom_metrics = custom_metrics
         self._dirty = True
+
+    def record_chunk_metrics(self, chunk_data: dict[str, Any]) -> None:
+        """Add a chunk record made elsewhere (roastcoffea 0.1.2's decorator called this).
+
+        Parameters
+        ----------
+        chunk_data : dict
+            A chunk record (keys of docs/metrics.md, "Chunk records"); counted
+            like the records the worker plugin delivers.
+        """
+        self.chunk_metrics.append(chunk_data)
+        self._dirty = True
+
+    def record_section_metrics(self, section_data: dict[str, Any]) -> None:
+        """Keep a section record in :attr:`section_metrics`, as roastcoffea 0.1.2 did.
+
+        The metrics do not read these: the sections of ``track_time``,
+        ``track_memory`` and ``track_bytes`` travel in the chunk records.
+
+        Parameters
+        ----------
+        section_data : dict
+            The section's data, kept as given.
+        """
+        self.section_metrics.append(section_data)
 
     def extract_metrics_from_output(self, output: Any) -> None:
         """Take chunk records a roastcoffea 0.1.2 decorator put in coffea's output.

@@ -37,7 +37,9 @@ def track_metrics(func: F) -> F:
     uncompressed bytes in the baskets of this entry range. On a Dask worker
     the plugin adds the whole task's time and bytes when the task ends.
     Exceptions of ``func`` are re-raised after the record (with ``error``)
-    is sent.
+    is sent. Setting ``_roastcoffea_collect_metrics = False`` on the
+    processor (or its class), roastcoffea 0.1.2's off switch, turns the
+    records off.
     """
 
     @functools.wraps(func)
@@ -54,6 +56,8 @@ def _run_tracked(
     func: Callable[..., Any], self: Any, events: Any, args: tuple, kwargs: dict
 ) -> Any:
     """Call ``func`` inside a chunk measurement (the body of :func:`track_metrics`)."""
+    if getattr(self, "_roastcoffea_collect_metrics", True) is False:  # 0.1.2's off switch
+        return func(self, events, *args, **kwargs)
     try:
         with own_work():
             measure = Measure(events)

@@ -49,6 +49,54 @@ def _by_prefix(
     return dict(sorted(table.items(), key=lambda item: (-sum(item[1].values()), item[0])))
 
 
+#: The unit an activity is read in when none is asked for: bytes, then seconds.
+_PREFERRED_UNITS = ("bytes", "seconds")
+
+
+def extract_per_task_metrics(
+    span_metrics: SpanMetrics, unit: str | None = None
+) -> dict[str, dict[str, float]]:
+    """``{prefix: {activity: value}}`` of the ``execute`` context, summed over workers.
+
+    The function of roastcoffea 0.1.2's fine-metrics notebook. An activity is
+    reported in several units (``disk-read`` in seconds, bytes and count);
+    0.1.2 kept whichever came last. Here ``unit`` picks one; without it, each
+    activity is read in bytes when it has them, else in seconds, else in its
+    only unit.
+
+    Parameters
+    ----------
+    span_metrics : mapping
+        ``metrics["raw_span_metrics"]``: ``{(context, prefix, activity, unit): value}``.
+    unit : str, optional
+        Only this unit (e.g. ``"seconds"``).
+
+    Returns
+    -------
+    dict
+        ``{task_prefix: {activity: value}}``; keys that are not 4-tuples are skipped.
+    """
+    values: dict[str, dict[str, dict[str, float]]] = {}
+    for key, value in (span_metrics or {}).items():
+        if not (isinstance(key, tuple) and len(key) == 4) or value is None:
+            continue
+        context, prefix, activity, key_unit = key
+        if context == "execute" and (unit is None or key_unit == unit):
+            units = values.setdefault(str(prefix), {}).setdefault(str(activity), {})
+            units[key_unit] = units.get(key_unit, 0.0) + float(value)
+    return {
+        prefix: {activity: _preferred(units) for activity, units in activities.items()}
+        for prefix, activities in values.items()
+    }
+
+
+def _preferred(units: dict[str, float]) -> float:
+    for unit in _PREFERRED_UNITS:
+        if unit in units:
+            return units[unit]
+    return next(iter(units.values()))
+
+
 def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None:
     """Task prefixes as x tick labels, the y label and the title."""
     ax.set_xticks(np.arange(len(prefixes)), prefixes, rotation=30, ha="right")

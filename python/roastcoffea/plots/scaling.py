@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from roastcoffea.plots._common import COLORS, figure, new_figure
-from roastcoffea.plots._types import MetricsLike, Size
+from roastcoffea.plots._types import FigureAxes, MetricsLike, Size
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]
@@ -66,9 +65,7 @@ def _bar_panel(
 
 
 @figure
-def plot_efficiency_summary(
-    metrics: MetricsLike, figsize: Size = (10, 6)
-) -> tuple[Figure, np.ndarray]:
+def plot_efficiency_summary(metrics: MetricsLike, figsize: Size = (10, 6)) -> FigureAxes:
     """Plot core efficiency and speedup, each on its own axes.
 
     Left: the core efficiency, ``total_cpu_time / (total_cores * wall_time)``,
@@ -86,8 +83,9 @@ def plot_efficiency_summary(
     Returns
     -------
     fig : matplotlib.figure.Figure
-    ax : numpy.ndarray of matplotlib.axes.Axes
-        The efficiency axes and the speedup axes.
+    ax : matplotlib.axes.Axes
+        The efficiency axes, one Axes as roastcoffea 0.1.2 returned; the
+        speedup axes is ``fig.axes[1]``.
 
     Raises
     ------
@@ -123,13 +121,11 @@ def plot_efficiency_summary(
         axes[1].set_ylim(0, max(cores, speedup or 0.0) * 1.2)
         axes[1].legend(fontsize="small", loc="lower right")
     fig.suptitle("Efficiency Metrics Summary")
-    return fig, axes
+    return fig, axes[0]
 
 
 @figure
-def plot_resource_utilization(
-    metrics: MetricsLike, figsize: Size = (10, 6)
-) -> tuple[Figure, np.ndarray]:
+def plot_resource_utilization(metrics: MetricsLike, figsize: Size = (10, 6)) -> FigureAxes:
     """Plot workers, cores and peak memory, each on its own axes.
 
     Panels: the time-averaged and peak number of workers (workers), the
@@ -146,8 +142,9 @@ def plot_resource_utilization(
     Returns
     -------
     fig : matplotlib.figure.Figure
-    ax : numpy.ndarray of matplotlib.axes.Axes
-        The workers, cores and memory axes.
+    ax : matplotlib.axes.Axes
+        The workers axes, one Axes as roastcoffea 0.1.2 returned; the cores
+        and memory axes are ``fig.axes[1]`` and ``fig.axes[2]``.
 
     Raises
     ------
@@ -175,4 +172,4 @@ def plot_resource_utilization(
         reasons = [_reason(metrics, key) for _, key, _ in entries]
         _bar_panel(ax, bars, reasons, ylabel, fmt, title)
     fig.suptitle("Resource Utilization Summary")
-    return fig, axes
+    return fig, axes[0]
