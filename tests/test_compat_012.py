@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from distributed import Client
+from measured_run import Measured
 from test_instrument import FakeEvents, in_span
 
-from roastcoffea import MetricsCollector, track_metrics
+from roastcoffea import MetricsCollector, load_measurement, track_metrics
+from roastcoffea.cli import main as cli
 from roastcoffea.records import drain_local_records
 
 #: (0.1.2's module, a name it holds, our module that must hold the same object).
@@ -121,3 +126,37 @@ def test_chunk_and_section_records_given_by_hand(roast: Client) -> None:
     mc.record_section_metrics({"name": "jets", "duration": 0.5})
     assert mc.get_metrics()["num_chunks"] == 1
     assert mc.section_metrics == [{"name": "jets", "duration": 0.5}]
+
+
+OLD = Path(__file__).parent / "data" / "measurement-0.1.2" / "2026-11-24_11-51-59"
+
+
+def test_a_measurement_saved_by_0_1_2_loads_with_its_types() -> None:
+    metrics, t0, t1 = load_measurement(OLD)
+    raw = json.loads((OLD / "metrics.json").read_text())
+    tracking = metrics["tracking_data"]
+    instants = list(tracking["worker_counts"])
+    assert instants and all(isinstance(t, dt.datetime) and t.tzinfo for t in instants)
+    assert list(tracking["worker_counts"].values()) == list(
+        raw["tracking_data"]["worker_counts"].values()
+    )
+    for points in tracking["worker_memory"].values():
+        assert all(isinstance(t, dt.datetime) for t, _ in points)
+    span = metrics["raw_span_metrics"]
+    assert span and all(isinstance(key, tuple) and len(key) == 4 for key in span)
+    assert sum(span.values()) == pytest.approx(sum(raw["raw_span_metrics"].values()))
+    assert metrics["wall_time"] == raw["elapsed_time_seconds"] == pytest.approx(t1 - t0)
+    assert metrics["event_rate_wall_khz"] == raw["event_rate_elapsed_khz"]
+    assert metrics["total_process_time"] == raw["total_cpu_time"]
+    assert metrics["total_cpu_time"] is None
+    assert "processtime" in metrics["unavailable"]["total_cpu_time"]
+
+
+def test_the_command_line_reads_0_1_2_beside_ours(measured: Measured, tmp_path: Path) -> None:
+    assert cli(["show", str(OLD)]) == 0
+    assert cli(["report", str(OLD), "-o", str(tmp_path / "old.html")]) == 0
+    assert cli(["plot", str(OLD), "-o", str(tmp_path / "plots")]) == 0
+    # the worker series of 0.1.2 draw: its timelines are there
+    names = {p.stem for p in (tmp_path / "plots").glob("*.png")}
+    assert {"worker_count", "memory_utilization_mean", "occupancy"} <= names
+    assert cli(["compare", str(OLD), str(measured.path)]) == 0

@@ -56,6 +56,7 @@ from roastcoffea.plugin.scheduler import check_interval
 from roastcoffea.plugin.session import WINDOW_PAD, check_reachable, finish_session, open_session
 from roastcoffea.records import decode_records, drain_local_records, records_for_spans
 from roastcoffea.report.live import LiveView, is_terminal
+from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +132,8 @@ class MetricsCollector(AbstractContextManager):
         Its class name is used only when no processor task was detected and
         it is one of the span's task prefixes.
     live : bool, default True
-        Show the live view while the block runs in a terminal.
+        Show the live view while the block runs: a panel in a terminal, an
+        output updated in place in a Jupyter notebook.
     processor_prefixes : str or iterable of str, optional
         Task prefixes to count as the processor, overriding detection.
 
@@ -239,8 +241,9 @@ class MetricsCollector(AbstractContextManager):
         self._span_cm = distributed.span(SPAN_NAME)
         self.span_id = self._span_cm.__enter__()
         self.span_info = {"name": SPAN_NAME, "id": self.span_id, "context": self._span_cm}
-        if self.live and is_terminal():
-            self.live_view = LiveView(LiveFeed(self.client), title=f"roastcoffea: {SPAN_NAME}")
+        view = LiveView if is_terminal() else NotebookLiveView if in_notebook() else None
+        if self.live and view is not None:
+            self.live_view = view(LiveFeed(self.client), title=f"roastcoffea: {SPAN_NAME}")
             if not self.live_view.start():
                 self.notes.append(f"live view off: {self.live_view.off_reason}")
         return self
@@ -545,6 +548,18 @@ class MetricsCollector(AbstractContextManager):
             return self.get_metrics()
         except RuntimeError:
             return None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the summary once the metrics can be computed, else the state."""
+        from roastcoffea.report.html import render_summary
+
+        metrics = self.metrics
+        if metrics is not None:
+            return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
+        state = "running" if self._active else "waiting for set_coffea_report()"
+        if self.t_start is None:
+            state = "not started"
+        return f"<p><strong>roastcoffea MetricsCollector</strong>: {state}</p>"
 
     @property
     def tracking_data(self) -> dict[str, Any] | None:

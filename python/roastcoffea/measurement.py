@@ -28,6 +28,7 @@ plain JSON, restored as 0.1.2 wrote them (string keys).
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import math
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from roastcoffea.errors import DecodeError
+from roastcoffea.results import MetricsDict
 
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1
@@ -430,6 +432,90 @@ def save_measurement(
     return path
 
 
+#: Keys roastcoffea 0.1.2 saved under another name, for the same quantity: its name -> ours.
+NAMES_0_1_2 = {
+    "elapsed_time_seconds": "wall_time",
+    "event_rate_elapsed_khz": "event_rate_wall_khz",
+    "data_rate_gbps": "overall_rate_gbps",
+    "total_bytes_read": "bytes_read_compressed",
+    "processor_io_wait_time_seconds": "processor_noncpu_time_seconds",
+    "overhead_io_wait_time_seconds": "overhead_noncpu_time_seconds",
+    "processor_cpu_percent": "processor_cpu_percentage",
+    "processor_io_wait_percent": "processor_noncpu_percentage",
+    "total_bytes_memory_read": "total_bytes_memory_read_dask",
+}
+
+
+def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A metrics dictionary saved by roastcoffea 0.1.2, with the types its JSON lost.
+
+    0.1.2 wrote tuple keys as their ``str()`` and datetimes as ISO strings of
+    the recording host's local time (naive). Keys that read back as tuples
+    become tuples again; the times of ``tracking_data`` become datetimes, made
+    timezone-aware UTC by taking them as this host's local time (as 0.1.2's own
+    loader did implicitly). Its values also appear under our names where they
+    are the same quantity (:data:`NAMES_0_1_2`); its ``total_cpu_time`` was
+    coffea's ``processtime``, so it becomes ``total_process_time`` and the CPU
+    time is None with that reason (docs/metrics.md, "Differences from
+    roastcoffea 0.1.2").
+    """
+    restored = _tuple_keys(metrics)
+    tracking = restored.get("tracking_data")
+    if isinstance(tracking, dict):
+        try:
+            restored["tracking_data"] = _tracking_from_0_1_2(tracking)
+        except (TypeError, ValueError) as exc:
+            raise DecodeError(f"{path}: tracking_data of 0.1.2 not readable: {exc}") from None
+    for old, ours in NAMES_0_1_2.items():
+        if old in restored and ours not in restored:
+            restored[ours] = restored[old]
+    unavailable = restored.setdefault("unavailable", {})
+    if "total_cpu_time" in restored and "total_process_time" not in restored:
+        restored["total_process_time"] = restored["total_cpu_time"]
+        restored["total_cpu_time"] = None
+        unavailable["total_cpu_time"] = (
+            "saved by roastcoffea 0.1.2, whose total_cpu_time was coffea's processtime "
+            "(now total_process_time); it did not measure CPU time"
+        )
+    return restored
+
+
+def _tuple_keys(value: Any) -> Any:
+    """``value`` with every dict key written as ``str(tuple)`` made a tuple again."""
+    if isinstance(value, dict):
+        return {_tuple_key(k): _tuple_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tuple_keys(item) for item in value]
+    return value
+
+
+def _tuple_key(key: str) -> Any:
+    if not (key.startswith("(") and key.endswith(")")):
+        return key
+    try:
+        parsed = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return key
+    return parsed if isinstance(parsed, tuple) else key
+
+
+def _aware(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment.astimezone(timezone.utc)
+
+
+def _tracking_from_0_1_2(tracking: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, series in tracking.items():
+        if key == "worker_counts":
+            out[key] = {_aware(t): count for t, count in series.items()}
+        elif isinstance(series, dict):
+            out[key] = {w: [(_aware(t), v) for t, v in points] for w, points in series.items()}
+        else:
+            out[key] = series
+    return out
+
+
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
@@ -538,7 +624,7 @@ def load_measurement(
     if metadata.get("format") == LEGACY_FORMAT:
         if not isinstance(data, dict):
             raise DecodeError(f"{path}: expected a JSON object of metrics")
-        return data, t0, t1
+        return MetricsDict(_from_0_1_2(data, path)), t0, t1
     _check_format(path, data, METRICS_FORMAT, "version")
     if not isinstance(data.get("metrics"), dict):
         raise DecodeError(f"{path}: 'metrics' missing or not an object")
@@ -551,7 +637,7 @@ def load_measurement(
             f"{directory / TIMES_FILE}: times {t0!r},{t1!r} disagree with "
             f"{METADATA_FILE} ({metadata.get('t0')!r},{metadata.get('t1')!r})"
         )
-    return metrics, t0, t1
+    return MetricsDict(metrics), t0, t1
 
 
 def load_native(measurement_path: Path | str) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ from roastcoffea.metrics import (
     workflow,
 )
 from roastcoffea.metrics._util import Metrics
+from roastcoffea.results import MetricsDict
 
 __all__ = ["MetricsInputs", "compute_metrics"]
 
@@ -123,4 +124,4 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)
-    return out.result()
+    return MetricsDict(out.result())

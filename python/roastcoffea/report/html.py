@@ -48,16 +48,24 @@ FIGURE_WIDTH = 8.0
 SCROLL_ROWS = 25
 
 
-@cache
-def _template() -> jinja2.Template:
-    folder = files("roastcoffea.report") / "templates"
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string((folder / "report.html.j2").read_text(encoding="utf-8"))
+def _text(name: str) -> str:
+    return (files("roastcoffea.report") / "templates" / name).read_text(encoding="utf-8")
 
 
 @cache
-def _css() -> str:
-    return (files("roastcoffea.report") / "templates" / "report.css").read_text(encoding="utf-8")
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(_text), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+
+
+def _template(name: str = "report.html.j2") -> jinja2.Template:
+    return _environment().get_template(name)
+
+
+@cache
+def _css(name: str = "report.css") -> str:
+    return _text(name)
 
 
 def _slug(text: str) -> str:
@@ -390,6 +398,38 @@ def render_report(
             alerts=_alerts(metrics),
         )
         + "\n"
+    )
+
+
+def render_summary(metrics: Mapping[str, Any], title: str = "roastcoffea") -> str:
+    """The compact HTML summary a notebook shows: key figures, diagnosis, main tables.
+
+    Styled under one class, so it changes nothing else on the notebook's page.
+
+    Parameters
+    ----------
+    metrics : dict
+        A metrics dictionary, live or loaded.
+    title : str
+        The line above the figures.
+
+    Returns
+    -------
+    str
+        An HTML fragment.
+    """
+    found = [
+        tables.diagnosis_table(metrics),
+        tables.throughput_table(metrics),
+        tables.timing_table(metrics),
+        tables.phases_table(metrics),
+    ]
+    return _template("summary.html.j2").render(
+        title=title,
+        css=_css("summary.css"),
+        kpis=_kpis(metrics),
+        alerts=_alerts(metrics),
+        tables=_tables(found, {tables.DIAGNOSIS_TITLE}),
     )
 
 

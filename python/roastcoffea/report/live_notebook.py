@@ -1,0 +1,116 @@
+"""The live view in a Jupyter notebook: one output updated in place while a collector runs.
+
+The same figures as the terminal panel (:class:`~roastcoffea.report.live.LiveView`,
+whose running totals and rates it reuses), drawn as a small HTML table with
+IPython's ``display(..., display_id=True)`` and updated from a background
+thread. Updating a display needs no widget library, and the last update stays
+in the saved notebook as a plain HTML output: the run's final state.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import sys
+import threading
+import time
+from typing import Any
+
+from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView
+from roastcoffea.units import format_bytes, format_time
+
+logger = logging.getLogger(__name__)
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (ipykernel), where a display can be updated."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class NotebookLiveView(LiveView):
+    """:class:`LiveView` drawn as an HTML output of the running cell."""
+
+    def __init__(self, feed: Any, title: str = "roastcoffea") -> None:
+        super().__init__(feed, title)
+        self._handle: Any = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> bool:
+        """Subscribe, show the output and start updating it; False (with ``off_reason``) if not."""
+        try:
+            from IPython.display import HTML, display
+
+            if self._feed is not None:
+                self.off_reason = self._feed.subscribe(self.receive)
+                if self.off_reason is not None:
+                    return False
+                self._subscribed = True
+            self._handle = display(HTML(self.render_html()), display_id=True)
+            self._thread = threading.Thread(
+                target=self._refresh, name="roastcoffea-live", daemon=True
+            )
+            self._thread.start()
+        except Exception as exc:
+            self.off_reason = f"{type(exc).__name__}: {exc}"
+            logger.debug("roastcoffea: notebook live view not started", exc_info=True)
+            self.stop()
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Draw the final state once more, stop updating, unsubscribe (never raises)."""
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=5)
+        self._update(final=True)
+        super().stop()
+
+    def _refresh(self) -> None:
+        while not self._stopping.wait(1 / REFRESH_PER_SECOND):
+            self._update()
+
+    def _update(self, final: bool = False) -> None:
+        if self._handle is None:
+            return
+        try:
+            from IPython.display import HTML
+
+            self._handle.update(HTML(self.render_html(final)))
+        except Exception:
+            logger.debug("roastcoffea: notebook live view update failed", exc_info=True)
+
+    def render_html(self, final: bool = False) -> str:
+        """The view as an HTML table (escaped text only)."""
+        s = self.state()
+        elapsed = time.perf_counter() - self._started_at
+
+        def rate(value: float | None, fmt: str) -> str:
+            return "waiting for data" if value is None else fmt.format(value)
+
+        tasks = f"{s['tasks']:,}" + (f" ({s['erred']} erred)" if s["erred"] else "")
+        memory = "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"])
+        rows = [
+            ("Events/s", rate(s["events_per_s"], "{:,.0f}"), "Workers", str(s["workers"])),
+            ("Data rate", rate(s["gbps"], "{:.3f} Gbps"), "Memory", memory),
+            ("Events", f"{s['events']:,}", "Tasks done", tasks),
+            ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),
+        ]
+        cells = "".join(
+            "<tr>"
+            + "".join(
+                f'<th style="text-align:left;padding:2px 12px 2px 0">{html.escape(a)}</th>'
+                f'<td style="text-align:right;padding:2px 18px 2px 0">{html.escape(b)}</td>'
+                for a, b in ((r[0], r[1]), (r[2], r[3]))
+            )
+            + "</tr>"
+            for r in rows
+        )
+        state = "finished" if final else "running"
+        return (
+            '<div class="roastcoffea-live" style="font-family:sans-serif;font-size:13px">'
+            f"<strong>{html.escape(self._title)}</strong> <em>({state})</em>"
+            f"<table>{cells}</table></div>"
+        )
