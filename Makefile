@@ -20,7 +20,7 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel docs clean
+.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel docs notebooks clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
@@ -119,6 +119,12 @@ wheel: deps $(VENV)/bin/python
 # every warning an error. Open build/docs/html/index.html.
 docs: $(VENV)/.installed
 	$(VPY) -m sphinx -W --keep-going -q -b html docs build/docs/html
+
+# The tutorial notebooks, executed again in place so that their saved outputs (what the
+# docs site shows) are current. They write their data next to themselves; it is not kept.
+notebooks: $(VENV)/.installed
+	cd docs/notebooks && ../../$(VENV)/bin/jupyter-execute --inplace --timeout=600 *.ipynb
+	rm -rf docs/notebooks/data docs/notebooks/measurements
 
 bench: $(VENV)/.installed
 	$(VPY) bench/run_all.py

@@ -11,12 +11,16 @@ release = __version__
 version = ".".join(__version__.split(".")[:2])
 
 extensions = [
-    "myst_parser",
+    "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
 ]
-source_suffix = {".md": "markdown"}
-exclude_patterns = ["_build"]
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = ["_build", "notebooks/data", "notebooks/measurements"]
+
+# The tutorial notebooks are shown with the outputs they were saved with (`make notebooks`
+# refreshes them); the test suite executes them in a real kernel.
+nb_execution_mode = "off"
 
 # MyST: the Markdown pages link to their own sections by the heading's slug.
 myst_heading_anchors = 4

@@ -109,6 +109,15 @@ class NotebookLiveView(LiveView):
             for r in rows
         )
         state = "finished" if final else "running"
+        if final and self.deltas == 0:
+            table = (
+                "<p>No live data arrived: the block ended before the scheduler's first "
+                "tick reached this client. The metrics below come from the final flush.</p>"
+            )
+            return (
+                '<div class="roastcoffea-live" style="font-family:sans-serif;font-size:13px">'
+                f"<strong>{html.escape(self._title)}</strong> <em>({state})</em>{table}</div>"
+            )
         return (
             '<div class="roastcoffea-live" style="font-family:sans-serif;font-size:13px">'
             f"<strong>{html.escape(self._title)}</strong> <em>({state})</em>"
