@@ -302,6 +302,14 @@ def test_live_view_rates_from_deltas() -> None:
     assert view.render().title == "roastcoffea"
 
 
+def test_live_view_names_the_dominant_phase_so_far() -> None:
+    view = LiveView(feed=None)
+    assert view.state()["dominant_phase"] is None
+    for phases in ({"open": 1.0, "user": 0.5}, {"user": 2.0, "decompress": 0.5}):
+        view.receive((0.0, {"interval": 1.0, "phases": phases}))
+    assert view.state()["dominant_phase"] == ("user", 62.5)
+
+
 def test_live_view_follows_the_stream(roast: Client) -> None:
     client = roast
     view = LiveView(LiveFeed(client))

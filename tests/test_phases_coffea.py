@@ -28,6 +28,7 @@ import uproot
 from coffea import processor
 from coffea.nanoevents import NanoAODSchema
 from distributed import Client
+from roast_testing import wait_for
 from throttled_http import serve
 
 from roastcoffea import MetricsCollector, track_metrics
@@ -274,3 +275,27 @@ def test_local_files_show_a_small_read_phase(remote_and_local: dict[str, Any]) -
     assert local["phase_read_bytes"] == remote["phase_read_bytes"]
     assert local["phase_wall_seconds"]["read"] < 0.25 * remote["phase_wall_seconds"]["read"]
     assert local["io_wait_pct"] < remote["io_wait_pct"]
+
+
+def test_the_live_stream_carries_the_phases_of_the_records(roast: Client, cms_data: Path) -> None:
+    events: list[tuple[float, dict]] = []
+    roast.subscribe_topic("roastcoffea", events.append)
+    try:
+        assert wait_for(lambda: len(events), lambda n: n >= 1, timeout=30) >= 1  # the baseline
+        fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
+        wall = run(roast, fileset, Reader(), chunksize=20)[0].get_metrics()["phase_wall_seconds"]
+
+        def streamed() -> dict[str, float]:
+            sums: dict[str, float] = {}
+            for _, msg in list(events):
+                for phase, seconds in msg.get("phases", {}).items():
+                    sums[phase] = sums.get(phase, 0.0) + seconds
+            return sums
+
+        def complete(sums: dict[str, float]) -> bool:
+            return all(math.isclose(sums.get(p, 0.0), s, rel_tol=1e-9) for p, s in wall.items())
+
+        assert complete(wait_for(streamed, complete, timeout=30))
+    finally:
+        roast.unsubscribe_topic("roastcoffea")
+        roast._event_handlers.pop("roastcoffea", None)

@@ -14,11 +14,12 @@ Each message is a plain dict (msgpack-able, string keys)::
      "chunks": int,            # coffea chunk records that arrived since the previous delta
      "chunk_events": int,      # Σ num_events of those chunks
      "chunk_bytes": int,       # Σ bytes read by those chunks (file open included when known)
+     "phases": {phase: float}, # Σ wall seconds per phase of the tasks whose phase records came
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
 
-The chunk figures come from the chunk records workers send on their event
-stream (decoded here only while someone listens), each counted in the delta
-after it arrived.
+The chunk and phase figures come from the records workers send on their
+event stream (decoded here only while someone listens), each counted in the
+delta after it arrived.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -46,20 +47,34 @@ def _finished_counts(scheduler: Any) -> tuple[int, int]:
     return memory, erred
 
 
-def _chunk_figures(data: bytes) -> tuple[int, int] | None:
-    """(events, bytes) of a chunk record; None for another kind or bad bytes."""
+def _decoded(data: bytes) -> dict[str, Any] | None:
     try:
         record = msgpack.unpackb(data, raw=False, strict_map_key=False)
     except Exception:
         return None
-    if not isinstance(record, dict) or record.get("kind") != "chunk":
-        return None
+    return record if isinstance(record, dict) else None
+
+
+def _chunk_figures(record: dict[str, Any]) -> tuple[int, int]:
+    """(events, bytes) of a chunk record."""
     nbytes = record.get("bytes_read_task")
     if nbytes is None:
         nbytes = record.get("bytes_read")
     events = record.get("num_events")
     as_int = [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in (events, nbytes)]
     return as_int[0], as_int[1]
+
+
+def _phase_seconds(record: dict[str, Any]) -> dict[str, float]:
+    """The wall seconds per phase of a phase record (unmeasured phases left out)."""
+    wall = record.get("wall")
+    if not isinstance(wall, dict):
+        return {}
+    return {
+        str(phase): float(seconds)
+        for phase, seconds in wall.items()
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    }
 
 
 class LiveStream:
@@ -75,18 +90,26 @@ class LiveStream:
         self._scheduler = scheduler
         self._aggregator = aggregator
         self._last: tuple[float, int, int, int] | None = None
-        # Chunks, events and bytes of the chunk records since the previous delta.
+        # Chunks, events and bytes of the chunk records since the previous delta, and
+        # the phase seconds of the phase records.
         self._chunks = [0, 0, 0]
+        self._phases: dict[str, float] = {}
 
     def record(self, data: bytes) -> None:
         """Count a record a worker sent, for the next delta (only while a client listens)."""
         if self._last is None:
             return
-        figures = _chunk_figures(data)
-        if figures is not None:
+        record = _decoded(data)
+        if record is None:
+            return
+        if record.get("kind") == "chunk":
+            events, nbytes = _chunk_figures(record)
             self._chunks[0] += 1
-            self._chunks[1] += figures[0]
-            self._chunks[2] += figures[1]
+            self._chunks[1] += events
+            self._chunks[2] += nbytes
+        elif record.get("kind") == "phases":
+            for phase, seconds in _phase_seconds(record).items():
+                self._phases[phase] = self._phases.get(phase, 0.0) + seconds
 
     def tick(self, now: float) -> bool:
         """Publish one delta if a client is subscribed.
@@ -103,8 +126,10 @@ class LiveStream:
         if topic_subscribers(self._scheduler, TOPIC) == 0:
             self._last = None
             self._chunks = [0, 0, 0]
+            self._phases = {}
             return False
         (chunks, chunk_events, chunk_bytes), self._chunks = self._chunks, [0, 0, 0]
+        phases, self._phases = self._phases, {}
         memory, erred = _finished_counts(self._scheduler)
         events = int(self._aggregator.counters["events"])
         last, self._last = self._last, (now, memory, erred, events)
@@ -122,6 +147,7 @@ class LiveStream:
                 "chunks": chunks,
                 "chunk_events": chunk_events,
                 "chunk_bytes": chunk_bytes,
+                "phases": phases,
                 "workers": self._workers(),
             },
         )

@@ -74,6 +74,8 @@ class LiveView:
             ("tasks", "erred", "chunks", "events", "bytes"), 0
         )
         self._workers: dict[str, dict[str, float | None]] = {}
+        # Σ wall seconds per processor phase, from the phase records seen so far.
+        self._phases: dict[str, float] = {}
         self._started_at = time.perf_counter()
         self._live: Live | None = None
         self._subscribed = False
@@ -141,12 +143,15 @@ class LiveView:
                 "transitions_per_s": float(msg.get("events_per_s", 0.0)),
             }
             workers = dict(msg.get("workers", {}))
+            phases = {str(p): float(s) for p, s in dict(msg.get("phases", {})).items()}
         except Exception:
             return
         with self._lock:
             self.deltas += 1
             for key in ("tasks", "erred", "chunks", "events", "bytes"):
                 self._totals[key] += delta[key]
+            for phase, seconds in phases.items():
+                self._phases[phase] = self._phases.get(phase, 0.0) + seconds
             self._workers = workers
             self._recent.append(delta)
             span = sum(d["interval"] for d in self._recent)
@@ -162,13 +167,16 @@ class LiveView:
             ``events_per_s``, ``gbps``, ``chunks_per_s``, ``transitions_per_s``
             (over the last :data:`RATE_WINDOW` seconds; None before the first
             delta), ``workers``, ``memory_bytes`` (Σ over workers, None when
-            unknown), and the totals ``tasks``, ``erred``, ``chunks``,
-            ``events``, ``bytes``.
+            unknown), ``dominant_phase`` (the processor phase with the most
+            time so far and its % share, None before the first phase record),
+            and the totals ``tasks``, ``erred``, ``chunks``, ``events``,
+            ``bytes``.
         """
         with self._lock:
             recent = list(self._recent)
             totals = dict(self._totals)
             workers = dict(self._workers)
+            phases = dict(self._phases)
         span = sum(d["interval"] for d in recent)
         rates: dict[str, float | None] = dict.fromkeys(
             ("events_per_s", "gbps", "chunks_per_s", "transitions_per_s")
@@ -180,10 +188,15 @@ class LiveView:
             rates["transitions_per_s"] = recent[-1]["transitions_per_s"]
         memory = [w.get("memory") for w in workers.values() if isinstance(w, dict)]
         known = [m for m in memory if isinstance(m, (int, float))]
+        spent = sum(phases.values())
+        dominant = max(phases, key=lambda p: phases[p]) if spent > 0 else None
         return {
             **rates,
             "workers": len(workers),
             "memory_bytes": sum(known) if known else None,
+            "dominant_phase": None
+            if dominant is None
+            else (dominant, 100 * phases[dominant] / spent),
             **totals,
         }
 
@@ -219,4 +232,10 @@ class LiveView:
             f"{s['tasks']:,}" + (f" ([red]{s['erred']} erred[/red])" if s["erred"] else ""),
         )
         table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed))
+        table.add_row("Dominant phase", dominant_phase(s["dominant_phase"]), "", "")
         return Panel(table, title=self._title, expand=False)
+
+
+def dominant_phase(value: tuple[str, float] | None) -> str:
+    """``"user (43 %)"``, or that no task has reported its phases yet."""
+    return "no phase record yet" if value is None else f"{value[0]} ({value[1]:.0f} %)"

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView
+from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView, dominant_phase
 from roastcoffea.units import format_bytes, format_time
 
 logger = logging.getLogger(__name__)
@@ -97,6 +97,7 @@ class NotebookLiveView(LiveView):
             ("Data rate", rate(s["gbps"], "{:.3f} Gbps"), "Memory", memory),
             ("Events", f"{s['events']:,}", "Tasks done", tasks),
             ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),
+            ("Dominant phase", dominant_phase(s["dominant_phase"]), "", ""),
         ]
         cells = "".join(
             "<tr>"
