@@ -1,4 +1,4 @@
-"""Bytes and durations as text, and the unit of a byte axis: one style everywhere.
+"""Bytes, durations and rates as text, and the unit of a byte axis: one style everywhere.
 
 Binary byte units as Dask writes them (:func:`dask.utils.format_bytes`: B, kiB,
 MiB, GiB, TiB, PiB) and Dask's durations (:func:`dask.utils.format_time`: us,
@@ -29,6 +29,23 @@ def format_time(seconds: float) -> str:
         return "0 s"  # Dask writes "0.00 us", which reads as a rounded tiny value
     sign = "-" if seconds < 0 else ""
     return sign + _dask_time(abs(seconds))
+
+
+#: Decimal rate units, largest first.
+RATE_UNITS = (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3))
+
+
+def format_rate(hertz: float, per: str = "") -> str:
+    """A rate in the unit its magnitude calls for: ``"62.50 Hz"``, ``"584.18 kHz"``, ``"1.88 MHz"``.
+
+    ``per`` is appended to the unit (``"/core"``). Small runs no longer read
+    as "0.00 kHz".
+    """
+    hertz = float(hertz)
+    for name, size in RATE_UNITS:
+        if abs(hertz) >= size:
+            return f"{hertz / size:,.2f} {name}{per}"
+    return f"{hertz:,.2f} Hz{per}"
 
 
 def byte_unit(peak: float) -> tuple[float, str]:

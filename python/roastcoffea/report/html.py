@@ -115,7 +115,7 @@ def _tables(items: Iterable[TableData | None], wide: Collection[str] = ()) -> li
 #: Key figures of the header: (label, metrics key, formatter).
 _KEY_FIGURES = (
     ("Events", "total_events", tables.count),
-    ("Event rate", "event_rate_wall_khz", tables.number(2, " kHz")),
+    ("Event rate", "event_rate_wall_khz", tables.khz),
     ("Data rate", "overall_rate_gbps", tables.number(3, " Gbps")),
     ("Wall time", "wall_time", tables.format_time),
     ("Core efficiency", "core_efficiency", tables.fraction),

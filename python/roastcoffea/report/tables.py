@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from roastcoffea.units import format_bytes, format_time
+from roastcoffea.units import format_bytes, format_rate, format_time
 
 Formatter = Callable[[Any], str]
 
@@ -99,6 +99,16 @@ class TableData:
 def number(digits: int = 2, suffix: str = "") -> Formatter:
     """A formatter of numbers with thousands separators, ``digits`` decimals and a suffix."""
     return lambda v: f"{v:,.{digits}f}{suffix}"
+
+
+def khz(value: Any) -> str:
+    """A rate given in kHz, written in the unit its magnitude calls for."""
+    return format_rate(1e3 * value)
+
+
+def per_core(value: Any) -> str:
+    """A rate per core given in Hz, written in the unit its magnitude calls for."""
+    return format_rate(value, "/core")
 
 
 def count(value: Any) -> str:
@@ -198,9 +208,9 @@ def event_processing_table(metrics: Mapping[str, Any]) -> TableData:
         metrics,
         (
             ("Total Events", "total_events", count),
-            ("Event Rate (Wall Time)", "event_rate_wall_khz", number(2, " kHz")),
-            ("Event Rate (Aggregated)", "event_rate_agg_khz", number(2, " kHz")),
-            ("Event Rate (per Core)", "event_rate_core_hz", number(1, " Hz/core")),
+            ("Event Rate (Wall Time)", "event_rate_wall_khz", khz),
+            ("Event Rate (Aggregated)", "event_rate_agg_khz", khz),
+            ("Event Rate (per Core)", "event_rate_core_hz", per_core),
         ),
     )
     return _kv_table("Event Processing Metrics", rows)
@@ -332,7 +342,7 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
         for label, key, fmt in (
             ("Read Bandwidth", "read_bandwidth_mb_s", number(1, " MB/s")),
             ("Decompression Output Rate", "decompress_throughput_mb_s", number(1, " MB/s")),
-            ("Interpretation Rate", "interpret_rate_hz", number(0, " Hz")),
+            ("Interpretation Rate", "interpret_rate_hz", format_rate),
         )
     ]
     note = f"{count(metrics.get('phase_tasks'))} task(s) measured; shares of their compute time."
