@@ -18,6 +18,7 @@ from measured_run import Measured, measure
 
 from roastcoffea import load_measurement
 from roastcoffea.measurement import load_metadata
+from roastcoffea.metrics.phases import is_phase_activity
 from roastcoffea.plots.compare import plot_measurement_comparison, plot_scaling_study
 from roastcoffea.plots.datasets import plot_dataset_runtimes
 from roastcoffea.plots.fine import plot_fine_metrics_heatmap, plot_processor_overhead_breakdown
@@ -37,10 +38,11 @@ def texts(ax: Any) -> list[str]:
 
 
 def expected_matrix(metrics: dict[str, Any], unit: str) -> dict[str, dict[str, float]]:
+    """Dask's activities per worker; the phase clock's have their own figures."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for worker, entries in metrics["per_worker_fine_metrics"].items():
         for (_context, _prefix, activity, key_unit), value in entries.items():
-            if key_unit == unit:
+            if key_unit == unit and not is_phase_activity(activity):
                 sums[worker][activity] += value
     return sums
 

@@ -191,7 +191,8 @@ def test_every_table_is_written(report: Report) -> None:
         assert_tables_written(page, [TableData(table.title, table.columns, rows)])
     versions = page.tables["Software Versions"]
     assert ["roastcoffea", metadata["versions"]["roastcoffea"]] in versions
-    assert ["workers", "2"] in page.tables["Cluster Shape"]
+    assert ["Workers", "2"] in page.tables["Cluster Shape"]
+    assert any(row[0] == "Memory limit" for row in page.tables["Cluster Shape"])
     datasets = [row[0] for row in page.tables["Chunks per Dataset"]]
     assert datasets == ["dy", "dimuon", "ttbar"]
     prefixes = [row[0] for row in page.tables["Fine Metrics per Task Prefix"]]

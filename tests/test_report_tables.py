@@ -103,8 +103,11 @@ def test_metadata_tables(measured: Measured) -> None:
     ]
     cluster = rows_of(by_title["Cluster Shape"])
     limit = metadata["cluster"]["memory_limit_bytes"]
-    assert cluster["memory_limit_bytes"].text == tables.format_bytes(limit)
-    assert rows_of(by_title["Collector Settings"])["processor_prefixes"].text == "none"
+    # keys read as words, the unit left to the value
+    assert cluster["Memory limit"].text == tables.format_bytes(limit)
+    assert rows_of(by_title["Collector Settings"])["Processor prefixes"].text == "none"
+    versions = rows_of(by_title["Software Versions"])
+    assert "roastcoffea" in versions  # package names stay as written
     assert rows_of(by_title["Measurement"])["Elapsed"].text == tables.format_time(
         metadata["t1"] - metadata["t0"]
     )

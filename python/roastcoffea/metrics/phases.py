@@ -31,6 +31,12 @@ IO_PHASES = ("open", *IO_WAIT, *IO_CPU)
 
 WALL, CPU = "wall-seconds", "cpu-seconds"
 
+
+def is_phase_activity(activity: str) -> bool:
+    """Whether a digest activity is the phase clock's (it has its own views), not Dask's."""
+    return activity.startswith(("phase:", "phase-", "decompress:"))
+
+
 #: Keys this group puts; without a measured task all are None for one reason.
 KEYS = (
     "phase_tasks",

@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 #: Resolution of saved figures (as roastcoffea 0.1.2).
 DPI = 150
@@ -153,8 +154,11 @@ def to_datetime(value: Any) -> dt.datetime:
     return dt.datetime.fromtimestamp(float(value), tz=dt.timezone.utc)
 
 
-def time_axis(ax: Axes, ylabel: str, title: str) -> None:
-    """Label a timeline: UTC time on x (concise dates), ``ylabel`` with its unit."""
+def time_axis(ax: Axes, ylabel: str, title: str, whole: bool = False) -> None:
+    """Label a timeline: UTC time on x (concise dates), ``ylabel`` with its unit.
+
+    ``whole``: the values are counts (tasks, workers), so the y ticks are integers.
+    """
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=dt.timezone.utc))
@@ -162,6 +166,8 @@ def time_axis(ax: Axes, ylabel: str, title: str) -> None:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
+    if whole:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def finite(values: Any) -> np.ndarray:

@@ -112,17 +112,29 @@ def across_workers(series: WorkerSeries) -> InstantStats:
     return InstantStats([all_times[i] for i in first], total, total / count, low, high)
 
 
+#: Line styles cycled over workers, so that workers on the same values stay visible.
+LINESTYLES = ("-", "--", "-.", ":")
+
+
 def draw_per_worker(
-    ax: Axes, series: WorkerSeries, max_legend_entries: int, ylabel: str, title: str
+    ax: Axes,
+    series: WorkerSeries,
+    max_legend_entries: int,
+    ylabel: str,
+    title: str,
+    whole: bool = False,
 ) -> None:
     """One line per worker (labelled with its address) on a UTC time axis.
 
+    Workers get their own line style as well as their color: two workers with
+    the same values draw as one solid line under one dashed, not as one line.
     A legend when there are at most ``max_legend_entries`` workers, else a note
-    with the number of workers.
+    with the number of workers. ``whole``: integer y ticks (counts).
     """
-    for worker, (times, values) in series.items():
-        ax.plot(np.asarray(times), values, linewidth=1.2, alpha=0.85, label=worker)
-    common.time_axis(ax, ylabel, title)
+    for i, (worker, (times, values)) in enumerate(series.items()):
+        style = LINESTYLES[i % len(LINESTYLES)]
+        ax.plot(np.asarray(times), values, style, linewidth=1.4, alpha=0.85, label=worker)
+    common.time_axis(ax, ylabel, title, whole)
     if len(series) <= max_legend_entries:
         ax.legend(title="worker", loc="best", fontsize="small")
     else:
@@ -145,6 +157,7 @@ def per_worker_plot(
     reads: str,
     percent: bool = False,
     refused: str = SERIES_MISSING,
+    whole: bool = False,
 ) -> Callable[[Callable[[], None]], Callable[..., FigureAxes]]:
     """Decorate a docstring-only function into a figure of one line per worker.
 
@@ -153,7 +166,8 @@ def per_worker_plot(
     (its docstring) and has the parameters ``(tracking_data, output_path=None,
     figsize=(12, 6), title=title, max_legend_entries=5)``; its docstring says
     it ``reads`` that and raises ValueError when ``refused``. The y axis starts
-    at 0 and, for a ``percent`` series, reaches at least 100 %.
+    at 0 and, for a ``percent`` series, reaches at least 100 %; a ``whole``
+    series (a count) has integer ticks.
     """
     read = _reader(series)
 
@@ -166,7 +180,7 @@ def per_worker_plot(
         ) -> FigureAxes:
             drawn = read(tracking_data)
             fig, ax = common.new_figure(figsize)
-            draw_per_worker(ax, drawn, max_legend_entries, ylabel, title)
+            draw_per_worker(ax, drawn, max_legend_entries, ylabel, title, whole)
             if percent:
                 percent_ylim(ax, peak_of(drawn))
             else:

@@ -69,7 +69,8 @@ def plot_runtime_vs_events(
     One point per successful chunk: ``num_events`` on x, ``duration`` (wall
     time of ``process()``) on y; failed chunks are left out, with a note. The
     least-squares line (slope in ms per event) is drawn when there are at least
-    two distinct event counts. Unit: events on x, seconds on y.
+    two distinct event counts; when every chunk has the same number of events,
+    a note says so instead. Unit: events on x, seconds on y.
 
     Parameters
     ----------
@@ -95,7 +96,18 @@ def plot_runtime_vs_events(
     events, durations = np.array(points, dtype=float).T
     fig, ax = new_figure(figsize)
     ax.scatter(events, durations, color=COLORS[0], alpha=0.7, label="chunks")
-    if len(np.unique(events)) > 1:
+    if len(np.unique(events)) == 1:
+        ax.text(
+            0.02,
+            0.96,
+            f"every chunk has {events[0]:,.0f} events: no trend to fit; the spread of "
+            "durations is the runtime distribution",
+            transform=ax.transAxes,
+            va="top",
+            fontsize="small",
+            color="dimgray",
+        )
+    else:
         slope, intercept = np.polyfit(events, durations, 1)
         x = np.array([events.min(), events.max()])
         ax.plot(

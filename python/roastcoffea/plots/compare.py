@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from roastcoffea.measurement import load_measurement, load_metadata
 from roastcoffea.plots._common import COLORS, figure, new_figure
@@ -233,6 +234,9 @@ def plot_measurement_comparison(
     if all(run.metrics.get(key) is None for run in runs for key in COMPARISON_KEYS):
         raise ValueError(f"no measurement has any of {', '.join(COMPARISON_KEYS)} to compare")
     fig, axes = new_figure(figsize, 1, 3)
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):  # room for the rates' second y axis
+        engine.set(wspace=0.12)
     x = np.arange(len(runs), dtype=float)
     _rates_panel(axes[0], runs, x)
     _efficiency_panel(axes[1], runs, x)

@@ -24,6 +24,7 @@ def plot_occupancy_timeline() -> None:
     "executing (tasks)",
     "Executing Tasks Per Worker Over Time",
     "``worker_executing`` (tasks)",
+    whole=True,
 )
 def plot_executing_tasks_timeline() -> None:
     """Plot the number of tasks executing on each worker, one line per worker.

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
+from roastcoffea.metrics.phases import is_phase_activity
 from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
 from roastcoffea.plots._types import FigureAxes, Size
 from roastcoffea.units import format_bytes
@@ -30,7 +31,9 @@ BREAKDOWN_KEYS = (
 def worker_activity_matrix(
     per_worker: Mapping[str, Mapping[tuple, float]], unit: str
 ) -> tuple[list[str], list[str], np.ndarray]:
-    """Workers by activities of ``unit``, summed over context and prefix.
+    """Workers by Dask's activities of ``unit``, summed over context and prefix.
+
+    The phase clock's activities are left out: the phase figures draw them.
 
     Parameters
     ----------
@@ -51,6 +54,8 @@ def worker_activity_matrix(
     for worker, entries in per_worker.items():
         row = sums.setdefault(str(worker), {})
         for (_context, _prefix, activity, key_unit), value in entries.items():
+            if is_phase_activity(str(activity)):  # drawn by the phase figures
+                continue
             if key_unit == unit and value is not None and np.isfinite(value):
                 row[str(activity)] = row.get(str(activity), 0.0) + float(value)
     totals: dict[str, float] = {}

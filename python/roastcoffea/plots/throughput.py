@@ -32,6 +32,7 @@ from roastcoffea.plots._types import FigureAxes, Size, TrackingData
     "active (tasks)",
     "Worker Activity Over Time",
     "``worker_active_tasks`` (tasks)",
+    whole=True,
 )
 def plot_worker_activity_timeline() -> None:
     """Plot the number of tasks assigned to each worker, one line per worker.
@@ -67,7 +68,7 @@ def plot_total_active_tasks_timeline(
     fig, ax = new_figure(figsize)
     ax.fill_between(stats.times, 0, stats.total, color=COLORS[2], alpha=0.3)
     ax.plot(stats.times, stats.total, color=COLORS[2], linewidth=1.8, label="all workers")
-    time_axis(ax, "active (tasks)", title)
+    time_axis(ax, "active (tasks)", title, whole=True)
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return fig, ax

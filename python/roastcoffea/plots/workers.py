@@ -30,5 +30,5 @@ def plot_worker_count_timeline(
     counts = require_key(tracking_data, "worker_counts", "tracking_data")
     fig, ax = new_figure(figsize)
     draw_worker_counts(ax, counts, marker="o", markersize=3, color=COLORS[0])
-    time_axis(ax, "workers", title)
+    time_axis(ax, "workers", title, whole=True)
     return fig, ax

@@ -199,7 +199,13 @@ def throughput_table(metrics: Mapping[str, Any]) -> TableData:
             ("Memory Read (Dask Spans)", "total_bytes_memory_read_dask", format_bytes),
         ),
     )
-    return _kv_table("Throughput Metrics", rows)
+    note = (
+        "Compressed: what coffea requested from the files (its bytesread). Uncompressed: the "
+        "baskets the chunks decompressed, from the files' TBranch metadata; a basket serving "
+        "two chunks counts for each, so the two are not a compression ratio, which counts "
+        "each basket once."
+    )
+    return _kv_table("Throughput Metrics", rows, note)
 
 
 def event_processing_table(metrics: Mapping[str, Any]) -> TableData:
@@ -671,8 +677,23 @@ def _metadata_cell(key: str, value: Any) -> Cell:
     return Cell(_plain(value))
 
 
-def _dict_table(title: str, data: Mapping[str, Any]) -> TableData:
-    rows = [(Cell(str(key)), _metadata_cell(str(key), value)) for key, value in data.items()]
+def _label_of(key: str) -> str:
+    """``"memory_limit_bytes"`` as ``"Memory limit"``: a metadata key read as words.
+
+    The unit suffix goes: :func:`_metadata_cell` writes the value with its unit.
+    """
+    for unit in ("_bytes", "_seconds"):
+        key = key.removesuffix(unit)
+    words = key.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def _dict_table(title: str, data: Mapping[str, Any], names: bool = False) -> TableData:
+    """A metadata section; ``names``: its keys are names (packages) and stay as written."""
+    rows = [
+        (Cell(str(key) if names else _label_of(str(key))), _metadata_cell(str(key), value))
+        for key, value in data.items()
+    ]
     return TableData(title, (Column("Entry"), Column("Value")), tuple(rows))
 
 
@@ -692,9 +713,10 @@ def metadata_tables(metadata: Mapping[str, Any]) -> list[TableData]:
     nested = []
     for key, value in metadata.items():
         if isinstance(value, Mapping):
-            nested.append(_dict_table(_METADATA_SECTIONS.get(key, str(key)), value))
+            title = _METADATA_SECTIONS.get(key, _label_of(str(key)))
+            nested.append(_dict_table(title, value, names=key == "versions"))
         elif key not in known:
-            top.append((Cell(str(key)), _metadata_cell(str(key), value)))
+            top.append((Cell(_label_of(str(key))), _metadata_cell(str(key), value)))
     if not top:
         return nested
     return [TableData("Measurement", (Column("Entry"), Column("Value")), tuple(top)), *nested]
