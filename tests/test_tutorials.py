@@ -16,7 +16,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_there_are_tutorials() -> None:
-    assert {p.stem for p in NOTEBOOKS} >= {"quickstart", "phases", "compare"}
+    assert {p.stem for p in NOTEBOOKS} >= {"quickstart", "sections", "phases", "compare"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
