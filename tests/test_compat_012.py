@@ -169,6 +169,7 @@ def test_the_command_line_reads_0_1_2_beside_ours(measured: Measured, tmp_path: 
 NOTEBOOKS = Path(__file__).parent / "data" / "notebooks"
 
 
+@pytest.mark.cluster  # the notebook starts its own LocalCluster
 def test_the_fine_metrics_notebook_of_0_1_2_runs(
     cms_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -208,6 +209,7 @@ my_processor = Counter()
 """
 
 
+@pytest.mark.cluster  # the README starts its own LocalCluster
 def test_the_quick_start_of_the_0_1_2_readme_runs(cms_data: Path, tmp_path: Path) -> None:
     ttbar = repr(str(cms_data / "nanoAOD_2015_CMS_Open_Data_ttbar.root"))
     script = README_PRELUDE.replace("TTBAR", ttbar)

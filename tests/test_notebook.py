@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
+
+#: The kernel starts its own LocalCluster.
+pytestmark = pytest.mark.cluster
 
 #: The cell: a collector around tasks. The view counts what the scheduler's ticks deliver
 #: from its first delta on, so the cell waits for events, never for time: the first delta
