@@ -98,13 +98,7 @@ class LiveView:
                 if self.off_reason is not None:
                     return False
                 self._subscribed = True
-            self._live = Live(
-                get_renderable=self.render,
-                console=_console(),
-                refresh_per_second=REFRESH_PER_SECOND,
-                transient=True,
-            )
-            self._live.start()
+            self._start_drawing()
         except Exception as exc:
             self.off_reason = f"{type(exc).__name__}: {exc}"
             logger.debug("roastcoffea: live view not started", exc_info=True)
@@ -112,14 +106,26 @@ class LiveView:
             return False
         return True
 
-    def stop(self) -> None:
-        """Stop drawing and unsubscribe (never raises)."""
+    def _start_drawing(self) -> None:
+        self._live = Live(
+            get_renderable=self.render,
+            console=_console(),
+            refresh_per_second=REFRESH_PER_SECOND,
+            transient=True,
+        )
+        self._live.start()
+
+    def _stop_drawing(self) -> None:
         live, self._live = self._live, None
         if live is not None:
-            try:
-                live.stop()
-            except Exception:
-                logger.debug("roastcoffea: live view stop failed", exc_info=True)
+            live.stop()
+
+    def stop(self) -> None:
+        """Stop drawing and unsubscribe (never raises)."""
+        try:
+            self._stop_drawing()
+        except Exception:
+            logger.debug("roastcoffea: live view stop failed", exc_info=True)
         if self._subscribed:
             self._subscribed = False
             try:

@@ -37,36 +37,20 @@ class NotebookLiveView(LiveView):
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> bool:
-        """Subscribe, show the output and start updating it; False (with ``off_reason``) if not."""
-        try:
-            from IPython.display import HTML, display
+    def _start_drawing(self) -> None:
+        from IPython.display import HTML, display
 
-            if self._feed is not None:
-                self.off_reason = self._feed.subscribe(self.receive)
-                if self.off_reason is not None:
-                    return False
-                self._subscribed = True
-            self._handle = display(HTML(self.render_html()), display_id=True)
-            self._thread = threading.Thread(
-                target=self._refresh, name="roastcoffea-live", daemon=True
-            )
-            self._thread.start()
-        except Exception as exc:
-            self.off_reason = f"{type(exc).__name__}: {exc}"
-            logger.debug("roastcoffea: notebook live view not started", exc_info=True)
-            self.stop()
-            return False
-        return True
+        self._handle = display(HTML(self.render_html()), display_id=True)
+        self._thread = threading.Thread(target=self._refresh, name="roastcoffea-live", daemon=True)
+        self._thread.start()
 
-    def stop(self) -> None:
-        """Draw the final state once more, stop updating, unsubscribe (never raises)."""
+    def _stop_drawing(self) -> None:
+        """Stop updating, then draw the final state once more."""
         self._stopping.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout=5)
         self._update(final=True)
-        super().stop()
 
     def _refresh(self) -> None:
         while not self._stopping.wait(1 / REFRESH_PER_SECOND):
