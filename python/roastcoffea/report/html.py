@@ -107,7 +107,23 @@ def _table(table: TableData, wide: bool) -> dict[str, Any]:
 
 
 def _tables(items: Iterable[TableData | None], wide: Collection[str] = ()) -> list[dict[str, Any]]:
-    return [_table(t, t.title in wide) for t in items if t is not None]
+    cards = [_table(t, t.title in wide) for t in items if t is not None]
+    _fill_rows(cards)
+    return cards
+
+
+def _fill_rows(cards: list[dict[str, Any]]) -> None:
+    """Make a card that would sit alone on its row of two wide, so no half row stays empty."""
+    column = 0
+    for i, card in enumerate(cards):
+        if card["wide"]:
+            column = 0
+            continue
+        alone = i + 1 == len(cards) or cards[i + 1]["wide"]
+        if column == 0 and alone:
+            card["wide"] = True
+        else:
+            column = 1 - column
 
 
 # ---- header ---------------------------------------------------------------------------
