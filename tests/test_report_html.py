@@ -426,3 +426,21 @@ def test_chromium_renders_the_report(loaded_report: Report, tmp_path: Path) -> N
     expected = tables.build_tables(metrics) + tables.metadata_tables(metadata)
     for table in expected:
         assert table.title in page.tables, table.title
+
+
+@pytest.mark.parametrize(
+    ("wide", "expected"),
+    [
+        ([False, True, True], [True, True, True]),  # alone before wide cards
+        ([True, False, False], [True, False, False]),  # two share a row
+        ([False, False, False], [False, False, True]),  # the third is alone
+        ([False], [True]),
+        ([False, False, True, False], [False, False, True, True]),
+    ],
+)
+def test_no_card_is_left_alone_on_half_a_row(wide: list[bool], expected: list[bool]) -> None:
+    from roastcoffea.report.html import _fill_rows
+
+    cards = [{"wide": w} for w in wide]
+    _fill_rows(cards)
+    assert [c["wide"] for c in cards] == expected
