@@ -54,6 +54,13 @@ _LAZY = {
 }
 
 
+async def dask_setup(server: Any) -> None:
+    """``dask scheduler --preload roastcoffea``: see :mod:`roastcoffea.plugin.preload`."""
+    from roastcoffea.plugin.preload import dask_setup as setup
+
+    await setup(server)
+
+
 def __getattr__(name: str) -> Any:
     # The figures (roastcoffea.plots and its plot_* functions) pull in matplotlib.
     if name == "plots":

@@ -18,6 +18,8 @@ WORKER_STATE_HANDLER = "roastcoffea_worker_state"
 
 #: Event topic on which workers send instrumentation records to the scheduler.
 RECORDS_TOPIC = "roastcoffea-records"
+#: Event topic of a worker's full state sent as it closes: what its last heartbeat missed.
+FINAL_STATE_TOPIC = "roastcoffea-final-state"
 
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
 COLUMNS: tuple[str, ...] = _native.SERIES_COLUMNS

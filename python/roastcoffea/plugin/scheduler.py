@@ -26,7 +26,12 @@ from distributed.metrics import time
 from roastcoffea import _native, config
 from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
 from roastcoffea.plugin._loader import dumps_by_value
-from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, Unmonitored
+from roastcoffea.plugin._workers import (
+    FINAL_STATE_TOPIC,
+    PLUGIN_NAME,
+    RECORDS_TOPIC,
+    Unmonitored,
+)
 from roastcoffea.plugin.sampler import Sampler
 
 logger = logging.getLogger(__name__)
@@ -238,7 +243,7 @@ class RoastPlugin(SchedulerPlugin):
             self._running.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
 
     def log_event(self, topic: str, msg: Any) -> None:
-        """Keep the records workers send on :data:`RECORDS_TOPIC`, and closing notices (Dask hook).
+        """Keep records (:data:`RECORDS_TOPIC`), last states of closing workers, closing notices.
 
         A worker logs ``closing-worker`` on its own address before an orderly
         close (see ``roastcoffea.plugin._departures``). Never raises; a
@@ -251,6 +256,8 @@ class RoastPlugin(SchedulerPlugin):
                 self.aggregator.add_record(msg["worker"], msg["data"], time())
                 if self.sampler.live is not None:
                     self.sampler.live.record(msg["data"])
+            elif topic == FINAL_STATE_TOPIC:
+                self.aggregator.ingest(msg["worker"], msg["data"], time())
             elif (
                 isinstance(msg, dict)
                 and msg.get("action") == "closing-worker"

@@ -31,7 +31,12 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks, phases
-from roastcoffea.plugin._workers import PLUGIN_NAME, RECORDS_TOPIC, WORKER_STATE_HANDLER
+from roastcoffea.plugin._workers import (
+    FINAL_STATE_TOPIC,
+    PLUGIN_NAME,
+    RECORDS_TOPIC,
+    WORKER_STATE_HANDLER,
+)
 from roastcoffea.plugin.phases import digest_task_phases
 from roastcoffea.records import RECORD_VERSION, encode_record
 
@@ -217,7 +222,19 @@ class RoastWorkerPlugin(WorkerPlugin):
             phases.set_sink(digest_task_phases)
 
     def teardown(self, worker: Any) -> None:
-        """Remove what :meth:`setup` installed."""
+        """Send the full state a last time, then remove what :meth:`setup` installed.
+
+        Dask tears plugins down before it closes the worker's stream to the
+        scheduler, so the digests of tasks that finished after the last
+        heartbeat still arrive (topic :data:`FINAL_STATE_TOPIC`).
+        """
+        if self._tracker is not None:
+            try:
+                data = self._tracker.full_payload(worker.digests_total)
+                worker.log_event(FINAL_STATE_TOPIC, {"worker": worker.address, "data": data})
+            except Exception:
+                self._count("hook_errors")
+                logger.debug("roastcoffea final state not sent", exc_info=True)
         if worker.metrics.get(PLUGIN_NAME) == self._payload:
             del worker.metrics[PLUGIN_NAME]
         if worker.handlers.get(WORKER_STATE_HANDLER) == self._full_state:

@@ -1,0 +1,36 @@
+"""The plugin pair installed when a scheduler starts: ``dask scheduler --preload roastcoffea``.
+
+Dask imports a preload module when the scheduler starts and calls its
+``dask_setup`` with the scheduler; this one registers :class:`RoastPlugin` as a
+client's ``register_plugin`` would, with its settings from ``dask.config``
+(``roastcoffea.*``). The worker plugin follows on every worker, also those that
+join later; a ``MetricsCollector`` on any client then finds the pair and uses
+it. As a worker's preload it does nothing: the scheduler's plugin reaches the
+workers itself.
+
+The same with Dask's configuration, e.g. for dask-gateway or dask-jobqueue::
+
+    distributed:
+      scheduler:
+        preload: [roastcoffea]
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+async def dask_setup(server: Any) -> None:
+    """Register the plugin pair on a starting scheduler (Dask calls this)."""
+    from distributed import Scheduler
+
+    from roastcoffea.plugin import RoastPlugin
+
+    if not isinstance(server, Scheduler):
+        logger.info("roastcoffea: preloaded on a %s: nothing to do", type(server).__name__)
+        return
+    await server.register_scheduler_plugin(RoastPlugin(), idempotent=True)
+    logger.info("roastcoffea: RoastPlugin registered by preload")
