@@ -1,17 +1,5 @@
-"""roastcoffea 0.1.2's ``roastcoffea.instrumentation``: the section context managers."""
+"""roastcoffea 0.1.2's ``roastcoffea.instrumentation``: its three section context managers."""
 
-from roastcoffea.instrument.sections import (
-    BaseInstrumentationContext,
-    track_bytes,
-    track_memory,
-    track_section,
-    track_time,
-)
+from roastcoffea.instrument import track_bytes, track_memory, track_time
 
-__all__ = [
-    "BaseInstrumentationContext",
-    "track_bytes",
-    "track_memory",
-    "track_section",
-    "track_time",
-]
+__all__ = ["track_bytes", "track_memory", "track_time"]
