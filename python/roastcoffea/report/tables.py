@@ -547,7 +547,7 @@ _MONITORING_ROWS: tuple[tuple[str, str, Formatter, bool], ...] = (
     ("Dropped Events", "dropped_events", count, True),
     ("Hook Calls", "hook_calls", count, False),
     ("Hook Errors", "hook_errors", count, True),
-    ("Hook Time per Call", "hook_ns_per_call", number(0, " ns"), False),
+    ("Hook Time per Call (inside the hook)", "hook_ns_per_call", number(0, " ns"), False),
     ("Worker Payloads", "payloads", count, False),
     ("Payload Bytes", "payload_bytes", format_bytes, False),
     ("Payload Errors", "payload_errors", count, True),
