@@ -56,17 +56,24 @@ def _interpret(func: Callable[..., Any]) -> Callable[..., Any]:
     return _timed(func, "interpret")
 
 
+def _charged(
+    phase: str, func: Callable[..., Any], args: tuple, kwargs: dict, opaque: bool = False
+) -> Any:
+    """``func(*args, **kwargs)`` with its time charged to ``phase`` when a task is measured."""
+    task = phases.current()
+    if task is None or task.opaque:
+        return func(*args, **kwargs)
+    task.enter(phase, opaque=opaque)
+    try:
+        return func(*args, **kwargs)
+    finally:
+        task.leave(opaque=opaque)
+
+
 def _timed(func: Callable[..., Any], phase: str, *, opaque: bool = False) -> Callable[..., Any]:
     @functools.wraps(func)
     def timed(*args: Any, **kwargs: Any) -> Any:
-        task = phases.current()
-        if task is None or task.opaque:
-            return func(*args, **kwargs)
-        task.enter(phase, opaque=opaque)
-        try:
-            return func(*args, **kwargs)
-        finally:
-            task.leave(opaque=opaque)
+        return _charged(phase, func, args, kwargs, opaque)
 
     return timed
 
@@ -102,14 +109,7 @@ def _column(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _build_column(generate: Callable[[], Any]) -> Any:
-    task = phases.current()
-    if task is None or task.opaque:
-        return generate()
-    task.enter("interpret")
-    try:
-        return generate()
-    finally:
-        task.leave()
+    return _charged("interpret", generate, (), {})
 
 
 def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,14 +153,7 @@ class _ReadQueue(queue.Queue):
     """
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        task = phases.current()
-        if task is None or task.opaque:
-            return super().get(block, timeout)
-        task.enter("read")
-        try:
-            return super().get(block, timeout)
-        finally:
-            task.leave()
+        return _charged("read", super().get, (block, timeout), {})
 
 
 def _reader_queue(module: types.ModuleType) -> types.ModuleType:
