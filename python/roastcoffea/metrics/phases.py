@@ -16,25 +16,29 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from roastcoffea.instrument.phases import (
+    BYTES,
+    CLOCK_ACTIVITY,
+    CODEC_ACTIVITY,
+    COMPRESSED,
+    COUNT,
+    CPU,
+    OUTPUTS_ACTIVITY,
+    PHASE_ACTIVITY,
+    PHASES,
+    TASKS_ACTIVITY,
+    WALL,
+)
 from roastcoffea.metrics._util import Metrics, is_number
 from roastcoffea.metrics.fine import span_rows
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
 
-#: The phases, in display order (as roastcoffea.instrument.phases.PHASES).
-PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
 #: Getting the data in: waiting for bytes, and the CPU that turns bytes into arrays.
 IO_WAIT, IO_CPU = ("read",), ("decompress", "interpret")
 #: All phases that serve the input, for io_overhead_pct.
 IO_PHASES = ("open", *IO_WAIT, *IO_CPU)
-
-WALL, CPU = "wall-seconds", "cpu-seconds"
-
-
-def is_phase_activity(activity: str) -> bool:
-    """Whether a digest activity is the phase clock's (it has its own views), not Dask's."""
-    return activity.startswith(("phase:", "phase-", "decompress:"))
 
 
 #: Keys this group puts; without a measured task all are None for one reason.
@@ -69,7 +73,7 @@ Rows = dict[tuple[str, str, str], float]  # (worker, activity, unit) -> value
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
     """Put the phase metrics; with phases measured, ``io_overhead_pct`` comes from them."""
     rows = _execute_rows(inputs)
-    tasks = _total(rows, "phase-tasks", "count")
+    tasks = _total(rows, TASKS_ACTIVITY, COUNT)
     if not tasks:
         reason = (
             "no task measured by the phase clock (the processor did not run coffea's "
@@ -79,9 +83,9 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
             out.missing(key, reason)
         out.put("io_overhead_source", "thread-noncpu")
         return
-    wall = {p: _total(rows, f"phase:{p}", WALL) for p in PHASES}
-    cpu = {p: _total(rows, f"phase:{p}", CPU) for p in PHASES}
-    if _total(rows, "phase-outputs", "count"):
+    wall = {p: _total(rows, PHASE_ACTIVITY.format(p), WALL) for p in PHASES}
+    cpu = {p: _total(rows, PHASE_ACTIVITY.format(p), CPU) for p in PHASES}
+    if _total(rows, OUTPUTS_ACTIVITY, COUNT):
         out.put("output_phase_seconds", wall["output"])
     else:
         del wall["output"], cpu["output"]
@@ -95,12 +99,12 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("phase_cpu_seconds", cpu)
     out.put("phase_share_percent", {p: _percent(s, total) for p, s in wall.items()})
     out.put("phase_per_worker", _per_worker(rows))
-    read_bytes = _total(rows, "phase:read", "bytes")
+    read_bytes = _total(rows, PHASE_ACTIVITY.format("read"), BYTES)
     out.put("phase_read_bytes", int(read_bytes))
     _put_rate(out, "read_bandwidth_mb_s", read_bytes / 1e6, wall["read"], "no read wait measured")
     codecs = _codecs(rows)
     out.put("decompress_codecs", codecs)
-    produced = _total(rows, "phase:decompress", "bytes")
+    produced = _total(rows, PHASE_ACTIVITY.format("decompress"), BYTES)
     _put_rate(
         out,
         "decompress_throughput_mb_s",
@@ -112,8 +116,8 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
     out.put("io_overhead_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
     out.put("io_overhead_source", "phases")
-    clock = _total(rows, "phase-clock", WALL)
-    out.put("phase_clock_switches", int(_total(rows, "phase-clock", "count")))
+    clock = _total(rows, CLOCK_ACTIVITY, WALL)
+    out.put("phase_clock_switches", int(_total(rows, CLOCK_ACTIVITY, COUNT)))
     out.put("phase_clock_seconds", clock)
     out.put("phase_clock_percent", _percent(clock, total))
     _put_records(inputs.phases, out)
@@ -144,29 +148,32 @@ def _put_rate(out: Metrics, key: str, amount: float, seconds: float, reason: str
         out.missing(key, reason)
 
 
+#: The phase of each phase activity.
+_PHASE_OF = {PHASE_ACTIVITY.format(p): p for p in PHASES}
+
+
 def _per_worker(rows: Rows) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for (worker, activity, unit), value in rows.items():
-        if unit == WALL and activity.startswith("phase:"):
-            table[worker][activity.removeprefix("phase:")] = value
+        if unit == WALL and activity in _PHASE_OF:
+            table[worker][_PHASE_OF[activity]] = value
     return {w: {p: phases[p] for p in PHASES if p in phases} for w, phases in table.items()}
 
 
 def _codecs(rows: Rows) -> dict[str, dict[str, float | None]]:
     """Per codec: wall and CPU seconds, bytes out and in, and MB/s of output."""
-    names = sorted(
-        {a.removeprefix("decompress:") for _, a, _ in rows if a.startswith("decompress:")}
-    )
+    prefix = CODEC_ACTIVITY.format("")
+    names = sorted({a.removeprefix(prefix) for _, a, _ in rows if a.startswith(prefix)})
     codecs = {}
     for name in names:
-        activity = f"decompress:{name}"
+        activity = CODEC_ACTIVITY.format(name)
         wall = _total(rows, activity, WALL)
-        produced = _total(rows, activity, "bytes")
+        produced = _total(rows, activity, BYTES)
         codecs[name] = {
             "wall_seconds": wall,
             "cpu_seconds": _total(rows, activity, CPU),
             "bytes": produced,
-            "compressed_bytes": _total(rows, activity, "compressed-bytes"),
+            "compressed_bytes": _total(rows, activity, COMPRESSED),
             "throughput_mb_s": produced / 1e6 / wall if wall > 0 else None,
         }
     return codecs

@@ -26,20 +26,22 @@ from typing import Any
 from distributed.metrics import context_meter
 from distributed.worker import thread_state
 
-from roastcoffea.instrument.phases import PHASES, TaskPhases, switch_seconds
+from roastcoffea.instrument.phases import (
+    BYTES,
+    CLOCK_ACTIVITY,
+    CODEC_ACTIVITY,
+    COMPRESSED,
+    COUNT,
+    CPU,
+    OUTPUTS_ACTIVITY,
+    PHASE_ACTIVITY,
+    PHASES,
+    TASKS_ACTIVITY,
+    WALL,
+    TaskPhases,
+    switch_seconds,
+)
 from roastcoffea.plugin.task import running_task
-
-#: Activity label of a phase in the digests.
-PHASE_ACTIVITY = "phase:{}"
-#: Activity label of a codec's share of ``decompress`` in the digests.
-CODEC_ACTIVITY = "decompress:{}"
-#: Units of the digests (never Dask's "seconds": those are subtracted from thread time).
-WALL, CPU, BYTES, COUNT = "wall-seconds", "cpu-seconds", "bytes", "count"
-COMPRESSED = "compressed-bytes"
-#: Activities counting the measured tasks, and those whose output was measured.
-TASKS_ACTIVITY, OUTPUTS_ACTIVITY = "phase-tasks", "phase-outputs"
-#: Activity of the clock's own cost: its switches, and their estimated seconds.
-CLOCK_ACTIVITY = "phase-clock"
 
 
 def digest_task_phases(task: TaskPhases) -> None:
