@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from roastcoffea.errors import DecodeError
+from roastcoffea.metrics import ALIASES_0_1_2
 from roastcoffea.results import MetricsDict
 
 #: Version of the measurement layout written by :func:`save_measurement`.
@@ -432,18 +433,9 @@ def save_measurement(
     return path
 
 
-#: Keys roastcoffea 0.1.2 saved under another name, for the same quantity: its name -> ours.
-NAMES_0_1_2 = {
-    "elapsed_time_seconds": "wall_time",
-    "event_rate_elapsed_khz": "event_rate_wall_khz",
-    "data_rate_gbps": "overall_rate_gbps",
-    "total_bytes_read": "bytes_read_compressed",
-    "processor_io_wait_time_seconds": "processor_noncpu_time_seconds",
-    "overhead_io_wait_time_seconds": "overhead_noncpu_time_seconds",
-    "processor_cpu_percent": "processor_cpu_percentage",
-    "processor_io_wait_percent": "processor_noncpu_percentage",
-    "total_bytes_memory_read": "total_bytes_memory_read_dask",
-}
+#: Our metrics that 0.1.2 computed differently under its name (docs/metrics.md,
+#: "Differences from roastcoffea 0.1.2"): a 0.1.2 file does not fill them.
+DIFFERENT_IN_0_1_2 = frozenset({"event_rate_agg_khz"})
 
 
 def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -454,7 +446,8 @@ def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
     become tuples again; the times of ``tracking_data`` become datetimes, made
     timezone-aware UTC by taking them as this host's local time (as 0.1.2's own
     loader did implicitly). Its values also appear under our names where they
-    are the same quantity (:data:`NAMES_0_1_2`); its ``total_cpu_time`` was
+    are the same quantity (the metrics' 0.1.2 aliases but
+    :data:`DIFFERENT_IN_0_1_2`); its ``total_cpu_time`` was
     coffea's ``processtime``, so it becomes ``total_process_time`` and the CPU
     time is None with that reason (docs/metrics.md, "Differences from
     roastcoffea 0.1.2").
@@ -466,8 +459,8 @@ def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
             restored["tracking_data"] = _tracking_from_0_1_2(tracking)
         except (TypeError, ValueError) as exc:
             raise DecodeError(f"{path}: tracking_data of 0.1.2 not readable: {exc}") from None
-    for old, ours in NAMES_0_1_2.items():
-        if old in restored and ours not in restored:
+    for old, ours in ALIASES_0_1_2.items():
+        if old in restored and ours not in restored and ours not in DIFFERENT_IN_0_1_2:
             restored[ours] = restored[old]
     unavailable = restored.setdefault("unavailable", {})
     if "total_cpu_time" in restored and "total_process_time" not in restored:
