@@ -14,7 +14,7 @@ import inspect
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -47,6 +47,10 @@ def finish(fig: Figure, output_path: str | os.PathLike[str] | None) -> None:
 
 #: Parameters every figure function documents alike, added by :func:`figure`.
 SHARED_PARAMETERS = {
+    "metrics": "metrics : mapping\n    The metrics dictionary, live or loaded.",
+    "chunk_metrics": "chunk_metrics : list of dict\n"
+    '    The chunk records, ``metrics["raw_chunk_metrics"]``.',
+    "tracking_data": 'tracking_data : mapping\n    ``metrics["tracking_data"]``.',
     "output_path": "output_path : str or path-like, optional\n"
     "    Where to save the figure (format from the suffix).",
     "figsize": "figsize : tuple of float\n    Figure size in inches.",
@@ -68,16 +72,20 @@ T = TypeVar("T")
 def _shared_doc(doc: str, names: list[str]) -> str:
     """``doc`` with the shared parameters of ``names`` and, if absent, the Returns section.
 
-    The Parameters section lists its entries in the order of ``names`` (the
+    The Parameters section (made before the first section when the function
+    documents none of its own) lists its entries in the order of ``names`` (the
     signature); Returns comes right after it.
     """
     doc = inspect.cleandoc(doc)
     marks = {m.group(1): (m.start(), m.end()) for m in _SECTION.finditer(doc)}
-    start, body = marks["Parameters"]
-    end = min((s for s, _ in marks.values() if s > start), default=len(doc))
+    if "Parameters" in marks:
+        start, body = marks["Parameters"]
+        end = min((s for s, _ in marks.values() if s > start), default=len(doc))
+    else:
+        start = body = end = min((s for s, _ in marks.values()), default=len(doc))
     entries: dict[str, str] = {}
     covered: set[str] = set()
-    for entry in re.split(r"\n(?=\S)", doc[body:end].strip("\n")):
+    for entry in filter(None, re.split(r"\n(?=\S)", doc[body:end].strip("\n"))):
         header = entry.split(" :", 1)[0].split("\n", 1)[0]
         listed = [n.strip() for n in header.split(",")]
         entries[listed[0]] = entry
@@ -92,40 +100,52 @@ def _shared_doc(doc: str, names: list[str]) -> str:
     return f"{doc[:start]}{section}\n\n{doc[end:]}".rstrip() + "\n"
 
 
-def figure(draw: Callable[..., R]) -> Callable[..., R]:
+def figure(**defaults: Any) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Make a drawing function a figure function: it takes ``output_path`` and saves.
 
-    ``draw(data..., figsize=..., title=..., ...)`` returns ``(fig, axes)``.
-    The figure function has the same parameters with ``output_path=None``
-    inserted before the first of ``figsize`` and ``title`` (the order of
-    roastcoffea 0.1.2, positional calls included), saves the figure there
-    when given, and returns ``(fig, axes)``. Its docstring gains the shared
-    parameters (:data:`SHARED_PARAMETERS`) and, unless it has its own, the
-    Returns section.
+    ``draw(data..., figsize, title, ...)`` returns ``(fig, axes)``;
+    ``defaults`` are the defaults of its parameters (``figsize``, ``title``),
+    kept here so that a figure's look is read in one line above its code. The
+    figure function has the same parameters with ``output_path=None`` inserted
+    before the first of ``figsize`` and ``title`` (the order of roastcoffea
+    0.1.2, positional calls included), saves the figure there when given, and
+    returns ``(fig, axes)``. Its docstring gains the shared parameters
+    (:data:`SHARED_PARAMETERS`) and, unless it has its own, the Returns section.
     """
-    drawn = inspect.signature(draw)
-    params = list(drawn.parameters.values())
-    at = next(i for i, p in enumerate(params) if p.name in ("figsize", "title"))
-    output = inspect.Parameter(
-        "output_path",
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        default=None,
-        annotation="str | os.PathLike[str] | None",
-    )
-    public = drawn.replace(parameters=[*params[:at], output, *params[at:]])
 
-    @functools.wraps(draw)
-    def plot(*args: Any, **kwargs: Any) -> R:
-        bound = public.bind(*args, **kwargs)
-        output_path = bound.arguments.pop("output_path", None)
-        drawn = draw(*bound.args, **bound.kwargs)
-        finish(drawn[0], output_path)  # type: ignore[index]
-        return drawn
+    def decorate(draw: Callable[..., R]) -> Callable[..., R]:
+        drawn = inspect.signature(draw)
+        unknown = set(defaults) - set(drawn.parameters)
+        if unknown:
+            raise TypeError(f"{draw.__name__} has no parameter {', '.join(sorted(unknown))}")
+        params = [
+            p.replace(default=defaults[p.name]) if p.name in defaults else p
+            for p in drawn.parameters.values()
+        ]
+        at = next(i for i, p in enumerate(params) if p.name in ("figsize", "title"))
+        output = inspect.Parameter(
+            "output_path",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation="str | os.PathLike[str] | None",
+        )
+        public = drawn.replace(parameters=[*params[:at], output, *params[at:]])
 
-    plot.__signature__ = public  # type: ignore[attr-defined]
-    if draw.__doc__:
-        plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters))
-    return plot
+        @functools.wraps(draw)
+        def plot(*args: Any, **kwargs: Any) -> R:
+            bound = public.bind(*args, **kwargs)
+            bound.apply_defaults()
+            output_path = bound.arguments.pop("output_path")
+            drawn = draw(*bound.args, **bound.kwargs)
+            finish(drawn[0], output_path)  # type: ignore[index]
+            return drawn
+
+        plot.__signature__ = public  # type: ignore[attr-defined]
+        if draw.__doc__:
+            plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters))
+        return plot
+
+    return decorate
 
 
 def require(value: T | None, what: str) -> T:
@@ -154,6 +174,20 @@ def to_datetime(value: Any) -> dt.datetime:
     return dt.datetime.fromtimestamp(float(value), tz=dt.timezone.utc)
 
 
+def label_axes(
+    ax: Axes, xlabel: str, ylabel: str, title: str, grid: Literal["x", "y", "both"] | None = None
+) -> None:
+    """Name both axes (with their units) and the figure.
+
+    ``grid``: ``"x"``, ``"y"`` or ``"both"`` draws faint grid lines along that axis.
+    """
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if grid:
+        ax.grid(True, alpha=0.3, axis=grid)
+
+
 def time_axis(ax: Axes, ylabel: str, title: str, whole: bool = False) -> None:
     """Label a timeline: UTC time on x (concise dates), ``ylabel`` with its unit.
 
@@ -162,10 +196,7 @@ def time_axis(ax: Axes, ylabel: str, title: str, whole: bool = False) -> None:
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=dt.timezone.utc))
-    ax.set_xlabel("time (UTC)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
+    label_axes(ax, "time (UTC)", ylabel, title, grid="both")
     if whole:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 

@@ -232,18 +232,12 @@ def _described_figure(
     """``draw`` as the figure function ``described`` documents (name, module, summary)."""
     draw.__name__ = draw.__qualname__ = described.__name__
     draw.__module__ = described.__module__
-    reads_doc = textwrap.fill(
-        f'``metrics["tracking_data"]``; reads {reads}.',
-        76,
-        initial_indent="    ",
-        subsequent_indent="    ",
-    )
+    reads_doc = textwrap.fill(f"Reads {reads}.", 76)
     draw.__doc__ = (
-        f"{inspect.cleandoc(described.__doc__ or '')}\n\nParameters\n----------\n"
-        f"tracking_data : mapping\n{reads_doc}\n\n"
+        f"{inspect.cleandoc(described.__doc__ or '')}\n\n{reads_doc}\n\n"
         f"Raises\n------\nValueError\n    If {refused}.\n"
     )
-    return common.figure(draw)
+    return common.figure()(draw)
 
 
 def note_workers(ax: Axes, count: int) -> None:

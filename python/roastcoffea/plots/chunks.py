@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
 from roastcoffea.plots._types import ChunkRecords, FigureAxes, Size
 
@@ -17,12 +17,9 @@ def _note_failed(ax: Axes, failed: int) -> None:
         ax.text(0.01, 0.98, note, transform=ax.transAxes, va="top")
 
 
-@figure
+@figure(figsize=(10, 6), title="Chunk Runtime Distribution")
 def plot_runtime_distribution(
-    chunk_metrics: ChunkRecords,
-    figsize: Size = (10, 6),
-    title: str = "Chunk Runtime Distribution",
-    bins: int = 30,
+    chunk_metrics: ChunkRecords, figsize: Size, title: str, bins: int = 30
 ) -> FigureAxes:
     """Plot the histogram of chunk runtimes, with their mean and median.
 
@@ -30,11 +27,7 @@ def plot_runtime_distribution(
     ``process()`` call; failed chunks (an ``error``) stop early and are left
     out, with a note. Unit: seconds on x, chunks on y.
 
-    Parameters
-    ----------
-    chunk_metrics : list of dict
-        The chunk records, ``metrics["raw_chunk_metrics"]``; reads ``duration``
-        (s) and ``error``.
+    Reads ``duration`` (s) and ``error``.
 
     Raises
     ------
@@ -51,19 +44,13 @@ def plot_runtime_distribution(
         )
     fig, ax = new_figure(figsize)
     draw_distribution(ax, durations, bins, " s")
-    ax.set_xlabel("duration (s)")
-    ax.set_ylabel("chunks")
-    ax.set_title(title)
+    label_axes(ax, "duration (s)", "chunks", title)
     _note_failed(ax, len(records) - len(good))
     return fig, ax
 
 
-@figure
-def plot_runtime_vs_events(
-    chunk_metrics: ChunkRecords,
-    figsize: Size = (10, 6),
-    title: str = "Chunk Runtime vs Number of Events",
-) -> FigureAxes:
+@figure(figsize=(10, 6), title="Chunk Runtime vs Number of Events")
+def plot_runtime_vs_events(chunk_metrics: ChunkRecords, figsize: Size, title: str) -> FigureAxes:
     """Plot each chunk's runtime against its number of events, with a linear fit.
 
     One point per successful chunk: ``num_events`` on x, ``duration`` (wall
@@ -72,11 +59,7 @@ def plot_runtime_vs_events(
     two distinct event counts; when every chunk has the same number of events,
     a note says so instead. Unit: events on x, seconds on y.
 
-    Parameters
-    ----------
-    chunk_metrics : list of dict
-        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
-        ``num_events``, ``duration`` (s) and ``error``.
+    Reads ``num_events``, ``duration`` (s) and ``error``.
 
     Raises
     ------
@@ -117,10 +100,7 @@ def plot_runtime_vs_events(
             linestyle="--",
             label=f"fit: {slope * 1e3:.3g} ms/event + {intercept:.3g} s",
         )
-    ax.set_xlabel("events per chunk")
-    ax.set_ylabel("duration (s)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
+    label_axes(ax, "events per chunk", "duration (s)", title, grid="both")
     ax.legend(fontsize="small", loc="lower right")
     _note_failed(ax, len(records) - len(good))
     return fig, ax

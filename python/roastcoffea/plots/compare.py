@@ -191,7 +191,7 @@ COMPARISON_KEYS = (
 )
 
 
-@figure
+@figure()
 def plot_measurement_comparison(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,
@@ -266,7 +266,7 @@ def _scaling_panel(
     ax.margins(x=0.12, y=0.12)
 
 
-@figure
+@figure()
 def plot_scaling_study(
     measurements: Sequence[MeasurementLike],
     labels: Sequence[str] | None = None,

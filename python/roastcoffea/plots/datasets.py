@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require
 from roastcoffea.plots._types import FigureAxes, Size
 
 #: Label of chunks whose record names no dataset.
@@ -28,11 +28,9 @@ def durations_per_dataset(
     return dict(sorted(per_dataset.items()))
 
 
-@figure
+@figure(figsize=(10, 6), title="Chunk Runtime per Dataset")
 def plot_dataset_runtimes(
-    chunk_metrics: Sequence[dict[str, Any]],
-    figsize: Size = (10, 6),
-    title: str = "Chunk Runtime per Dataset",
+    chunk_metrics: Sequence[dict[str, Any]], figsize: Size, title: str
 ) -> FigureAxes:
     """Box plot of the chunk durations of each dataset, with the chunk count per dataset.
 
@@ -41,11 +39,7 @@ def plot_dataset_runtimes(
     a dot; the tick labels read ``"<dataset>\\nn=<chunks>"``. Failed chunks
     (``error`` set) are left out, and their count is noted.
 
-    Parameters
-    ----------
-    chunk_metrics : sequence of dict
-        The chunk records (``metrics["raw_chunk_metrics"]``); reads ``dataset``,
-        ``duration`` (s) and ``error``.
+    Reads ``dataset``, ``duration`` (s) and ``error``.
 
     Returns
     -------
@@ -89,10 +83,7 @@ def plot_dataset_runtimes(
         range(1, len(names) + 1),
         [f"{name}\nn={len(per_dataset[name])}" for name in names],
     )
-    ax.set_xlabel("dataset")
-    ax.set_ylabel("duration (s)")
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
+    label_axes(ax, "dataset", "duration (s)", title, grid="y")
     failed = sum(1 for record in records if record.get("error"))
     if failed:
         ax.text(

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from roastcoffea.instrument.phases import is_phase_activity
-from roastcoffea.plots._common import COLORS, figure, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require_key
 from roastcoffea.plots._types import FigureAxes, Size
 from roastcoffea.units import format_bytes
 
@@ -94,12 +94,9 @@ def _annotate_cells(ax: Axes, matrix: np.ndarray, unit: str) -> None:
         )
 
 
-@figure
+@figure(figsize=(12, 6), title="Fine Metrics per Worker")
 def plot_fine_metrics_heatmap(
-    metrics: dict[str, Any],
-    figsize: Size = (12, 6),
-    title: str = "Fine Metrics per Worker",
-    unit: str = "seconds",
+    metrics: dict[str, Any], figsize: Size, title: str, unit: str = "seconds"
 ) -> FigureAxes:
     """Heatmap of Dask's fine performance metrics, one row per worker.
 
@@ -109,11 +106,11 @@ def plot_fine_metrics_heatmap(
     their value (up to :data:`MAX_ANNOTATED_CELLS` cells; bytes with a binary
     prefix) and the colorbar carries the unit.
 
+    Reads ``per_worker_fine_metrics`` (``{worker: {(context, prefix, activity, unit):
+    value}}``).
+
     Parameters
     ----------
-    metrics : dict
-        The metrics dictionary; reads ``per_worker_fine_metrics``
-        (``{worker: {(context, prefix, activity, unit): value}}``).
     unit : str, default "seconds"
         The activity unit shown; activities in other units are left out.
 
@@ -140,9 +137,7 @@ def plot_fine_metrics_heatmap(
     )
     ax.set_xticks(range(len(activities)), activities, rotation=30, ha="right")
     ax.set_yticks(range(len(workers)), workers)
-    ax.set_xlabel(f"activity ({unit})")
-    ax.set_ylabel("worker")
-    ax.set_title(title)
+    label_axes(ax, f"activity ({unit})", "worker", title)
     if matrix.size <= MAX_ANNOTATED_CELLS:
         _annotate_cells(ax, matrix, unit)
     colorbar = fig.colorbar(image, ax=ax)
@@ -164,9 +159,9 @@ def _breakdown_values(metrics: Mapping[str, Any]) -> list[float]:
     return values
 
 
-@figure
+@figure(figsize=(10, 6), title="Processor vs Overhead Time")
 def plot_processor_overhead_breakdown(
-    metrics: dict[str, Any], figsize: Size = (10, 6), title: str = "Processor vs Overhead Time"
+    metrics: dict[str, Any], figsize: Size, title: str
 ) -> FigureAxes:
     """Stacked bars of processor and overhead thread time, split into CPU and non-CPU.
 
@@ -175,13 +170,9 @@ def plot_processor_overhead_breakdown(
     share of the total thread time (processor + overhead, %) when it is tall
     enough to hold it, each bar with its seconds and share.
 
-    Parameters
-    ----------
-    metrics : dict
-        The metrics dictionary; reads ``processor_cpu_time_seconds``,
-        ``processor_noncpu_time_seconds``, ``overhead_cpu_time_seconds``,
-        ``overhead_noncpu_time_seconds`` (s) and ``unavailable`` for the reason
-        of a missing one.
+    Reads ``processor_cpu_time_seconds``, ``processor_noncpu_time_seconds``,
+    ``overhead_cpu_time_seconds``, ``overhead_noncpu_time_seconds`` (s) and ``unavailable``
+    for the reason of a missing one.
 
     Returns
     -------

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import COLORS, figure, finite, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, finite, label_axes, new_figure, require_key
 from roastcoffea.plots._series import (
     chunk_records,
     draw_distribution,
@@ -28,12 +28,9 @@ def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
     return values
 
 
-@figure
+@figure(figsize=(10, 6), title="Compression Ratio Distribution Across Files")
 def plot_compression_ratio_distribution(
-    metrics: MetricsLike,
-    figsize: Size = (10, 6),
-    title: str = "Compression Ratio Distribution Across Files",
-    bins: int = 20,
+    metrics: MetricsLike, figsize: Size, title: str, bins: int = 20
 ) -> FigureAxes:
     """Plot the histogram of the files' compression ratios, with mean and median.
 
@@ -42,11 +39,7 @@ def plot_compression_ratio_distribution(
     uproot's ``TTree.compression_ratio``. Unit: dimensionless ratio on
     x, files on y.
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``compression_ratios`` (one per file;
-        None values are left out).
+    Reads ``compression_ratios`` (one per file; None values are left out).
 
     Raises
     ------
@@ -56,18 +49,13 @@ def plot_compression_ratio_distribution(
     ratios = _per_file(metrics, "compression_ratios")
     fig, ax = new_figure(figsize)
     draw_distribution(ax, ratios, bins, "")
-    ax.set_xlabel("compression ratio (uncompressed / compressed bytes)")
-    ax.set_ylabel("files")
-    ax.set_title(title)
+    label_axes(ax, "compression ratio (uncompressed / compressed bytes)", "files", title)
     return fig, ax
 
 
-@figure
+@figure(figsize=(10, 6), title="Bytes Read Percentage Distribution")
 def plot_data_access_percentage(
-    metrics: MetricsLike,
-    figsize: Size = (10, 6),
-    title: str = "Bytes Read Percentage Distribution",
-    bins: int = 20,
+    metrics: MetricsLike, figsize: Size, title: str, bins: int = 20
 ) -> FigureAxes:
     """Plot the histogram of the share of each file's bytes that was read.
 
@@ -77,11 +65,7 @@ def plot_data_access_percentage(
     higher (a basket shared by two chunks counts twice). Unit: % of the file
     on x, files on y.
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``bytes_read_percent_per_file`` (%; None
-        values are left out).
+    Reads ``bytes_read_percent_per_file`` (%; None values are left out).
 
     Raises
     ------
@@ -93,9 +77,7 @@ def plot_data_access_percentage(
     draw_distribution(ax, shares, bins, " %")
     peak = float(shares.max())
     ax.set_xlim(0, max(min(100.0, 1.1 * peak), 1.05 * peak) if peak > 0 else 1.0)
-    ax.set_xlabel("bytes read (% of the file)")
-    ax.set_ylabel("files")
-    ax.set_title(title)
+    label_axes(ax, "bytes read (% of the file)", "files", title)
     return fig, ax
 
 
@@ -115,9 +97,9 @@ def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
     ax.legend(handles=[*extra, *patches], fontsize="small", loc="upper right")
 
 
-@figure
+@figure(figsize=(12, 6), title="Branches Accessed Per Chunk")
 def plot_branch_access_per_chunk(
-    chunk_metrics: ChunkRecords, figsize: Size = (12, 6), title: str = "Branches Accessed Per Chunk"
+    chunk_metrics: ChunkRecords, figsize: Size, title: str
 ) -> FigureAxes:
     """Plot the number of branches each chunk read, one bar per chunk.
 
@@ -125,11 +107,7 @@ def plot_branch_access_per_chunk(
     too); bars are colored by dataset, and a dashed line marks the mean.
     Unit: branches.
 
-    Parameters
-    ----------
-    chunk_metrics : list of dict
-        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
-        ``num_branches_accessed``, ``dataset`` and ``t_start``.
+    Reads ``num_branches_accessed``, ``dataset`` and ``t_start``.
 
     Raises
     ------
@@ -144,20 +122,15 @@ def plot_branch_access_per_chunk(
     ax.bar(np.arange(len(records)), branches, color=colors, label="branches")
     mean = float(branches.mean())
     line = ax.axhline(mean, color="red", linestyle="--", label=f"mean {mean:.3g} branches")
-    ax.set_xlabel("chunk (in start order)")
-    ax.set_ylabel("branches accessed")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3, axis="y")
+    label_axes(ax, "chunk (in start order)", "branches accessed", title, grid="y")
     ax.set_ylim(0, max(float(branches.max()), 1.0) * 1.3)  # room for the legend
     _dataset_legend(ax, datasets, [line])
     return fig, ax
 
 
-@figure
+@figure(figsize=(12, 6), title="Bytes Accessed Per Chunk (Compressed vs Uncompressed)")
 def plot_bytes_accessed_per_chunk(
-    chunk_metrics: ChunkRecords,
-    figsize: Size = (12, 6),
-    title: str = "Bytes Accessed Per Chunk (Compressed vs Uncompressed)",
+    chunk_metrics: ChunkRecords, figsize: Size, title: str
 ) -> FigureAxes:
     """Plot the compressed and uncompressed bytes each chunk read, side by side.
 
@@ -166,11 +139,7 @@ def plot_bytes_accessed_per_chunk(
     overlap its entry range. Unit: bytes, scaled to kiB, MiB or GiB (binary, as
     the report writes bytes) to suit the largest value; the y label names it.
 
-    Parameters
-    ----------
-    chunk_metrics : list of dict
-        The chunk records, ``metrics["raw_chunk_metrics"]``; reads
-        ``accessed_bytes``, ``accessed_uncompressed_bytes`` and ``t_start``.
+    Reads ``accessed_bytes``, ``accessed_uncompressed_bytes`` and ``t_start``.
 
     Raises
     ------
@@ -185,9 +154,6 @@ def plot_bytes_accessed_per_chunk(
     fig, ax = new_figure(figsize)
     ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
     ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")
-    ax.set_xlabel("chunk (in start order)")
-    ax.set_ylabel(f"bytes accessed ({unit})")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3, axis="y")
+    label_axes(ax, "chunk (in start order)", f"bytes accessed ({unit})", title, grid="y")
     ax.legend(fontsize="small")
     return fig, ax

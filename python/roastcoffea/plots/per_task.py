@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, figure, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require
 from roastcoffea.plots._types import FigureAxes, Size, SpanMetrics
 from roastcoffea.units import byte_unit
 
@@ -100,16 +100,11 @@ def _preferred(units: dict[str, float]) -> float:
 def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None:
     """Task prefixes as x tick labels, the y label and the title."""
     ax.set_xticks(np.arange(len(prefixes)), prefixes, rotation=30, ha="right")
-    ax.set_xlabel("task prefix")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3, axis="y")
+    label_axes(ax, "task prefix", ylabel, title, grid="y")
 
 
-@figure
-def plot_per_task_cpu_io(
-    span_metrics: SpanMetrics, title: str = "CPU vs I/O Time per Task", figsize: Size = (12, 6)
-) -> FigureAxes:
+@figure(title="CPU vs I/O Time per Task", figsize=(12, 6))
+def plot_per_task_cpu_io(span_metrics: SpanMetrics, title: str, figsize: Size) -> FigureAxes:
     """Plot, per task prefix, the thread time on and off the CPU as paired bars.
 
     ``thread-cpu`` is the CPU time of the threads running the tasks;
@@ -142,10 +137,8 @@ def plot_per_task_cpu_io(
     return fig, ax
 
 
-@figure
-def plot_per_task_bytes_read(
-    span_metrics: SpanMetrics, title: str = "Bytes Read per Task", figsize: Size = (12, 6)
-) -> FigureAxes:
+@figure(title="Bytes Read per Task", figsize=(12, 6))
+def plot_per_task_bytes_read(span_metrics: SpanMetrics, title: str, figsize: Size) -> FigureAxes:
     """Plot, per task prefix, the bytes Dask read back from its spill disk.
 
     Dask's ``disk-read`` activity in ``bytes``: task data spilled to disk and
@@ -181,12 +174,8 @@ _OVERHEAD_STACKS = (
 )
 
 
-@figure
-def plot_per_task_overhead(
-    span_metrics: SpanMetrics,
-    title: str = "Compression & Serialization Overhead per Task",
-    figsize: Size = (12, 6),
-) -> FigureAxes:
+@figure(title="Compression & Serialization Overhead per Task", figsize=(12, 6))
+def plot_per_task_overhead(span_metrics: SpanMetrics, title: str, figsize: Size) -> FigureAxes:
     """Plot, per task prefix, Dask's compression and serialization time as stacked bars.
 
     Two stacks per prefix: ``compress`` + ``decompress`` on the left,

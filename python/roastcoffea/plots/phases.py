@@ -40,10 +40,8 @@ def _timed(records: PhaseRecords) -> list[Mapping[str, Any]]:
     ]
 
 
-@figure
-def plot_phase_timeline(
-    phase_records: PhaseRecords, figsize: Size = (12, 6), title: str = "Chunk Phase Timeline"
-) -> FigureAxes:
+@figure(figsize=(12, 6), title="Chunk Phase Timeline")
+def plot_phase_timeline(phase_records: PhaseRecords, figsize: Size, title: str) -> FigureAxes:
     """Plot every processor task as a bar on its worker thread's lane, split into its phases.
 
     One lane per (worker, thread); a task's bar spans its compute time (Dask's
@@ -104,19 +102,13 @@ def _share_matrix(table: Mapping[str, Mapping[str, float]]) -> tuple[list[str], 
     )
 
 
-@figure
-def plot_phase_shares_per_dataset(
-    metrics: MetricsLike, figsize: Size = (10, 5), title: str = "Processor Phases per Dataset"
-) -> FigureAxes:
+@figure(figsize=(10, 5), title="Processor Phases per Dataset")
+def plot_phase_shares_per_dataset(metrics: MetricsLike, figsize: Size, title: str) -> FigureAxes:
     """Plot the share of each phase in each dataset's processor time, one stacked bar per dataset.
 
     Unit: % of the dataset's summed task compute time.
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``phase_per_dataset`` (``{dataset:
-        {phase: seconds}}``).
+    Reads ``phase_per_dataset`` (``{dataset: {phase: seconds}}``).
 
     Raises
     ------
@@ -138,20 +130,14 @@ def plot_phase_shares_per_dataset(
     return fig, ax
 
 
-@figure
-def plot_phase_heatmap(
-    metrics: MetricsLike, figsize: Size = (10, 5), title: str = "Processor Phases per Worker"
-) -> FigureAxes:
+@figure(figsize=(10, 5), title="Processor Phases per Worker")
+def plot_phase_heatmap(metrics: MetricsLike, figsize: Size, title: str) -> FigureAxes:
     """Plot the seconds of each phase on each worker as a heatmap, annotated with the share.
 
     Rows are workers, columns phases; the color is wall seconds, the text the
     phase's % of that worker's processor time. Unit: seconds.
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``phase_per_worker`` (``{worker:
-        {phase: seconds}}``).
+    Reads ``phase_per_worker`` (``{worker: {phase: seconds}}``).
 
     Raises
     ------

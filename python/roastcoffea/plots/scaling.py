@@ -64,8 +64,8 @@ def _bar_panel(
     ax.set_ylim(0, max([value or 0.0 for _, value, _ in bars] + [0.0]) * 1.2 or 1.0)
 
 
-@figure
-def plot_efficiency_summary(metrics: MetricsLike, figsize: Size = (10, 6)) -> FigureAxes:
+@figure(figsize=(10, 6))
+def plot_efficiency_summary(metrics: MetricsLike, figsize: Size) -> FigureAxes:
     """Plot core efficiency and speedup, each on its own axes.
 
     Left: the core efficiency, ``total_cpu_time / (total_cores * wall_time)``,
@@ -74,11 +74,8 @@ def plot_efficiency_summary(metrics: MetricsLike, figsize: Size = (10, 6)) -> Fi
     number of cores) as a dashed line when known. Units: % and times (x). The
     figure title is "Efficiency Metrics Summary".
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``core_efficiency`` (fraction),
-        ``speedup_factor`` (times), ``total_cores`` (threads) and ``unavailable``.
+    Reads ``core_efficiency`` (fraction), ``speedup_factor`` (times), ``total_cores``
+    (threads) and ``unavailable``.
 
     Returns
     -------
@@ -124,8 +121,8 @@ def plot_efficiency_summary(metrics: MetricsLike, figsize: Size = (10, 6)) -> Fi
     return fig, axes[0]
 
 
-@figure
-def plot_resource_utilization(metrics: MetricsLike, figsize: Size = (10, 6)) -> FigureAxes:
+@figure(figsize=(10, 6))
+def plot_resource_utilization(metrics: MetricsLike, figsize: Size) -> FigureAxes:
     """Plot workers, cores and peak memory, each on its own axes.
 
     Panels: the time-averaged and peak number of workers (workers), the
@@ -133,11 +130,8 @@ def plot_resource_utilization(metrics: MetricsLike, figsize: Size = (10, 6)) -> 
     memory (max over time of the sum over workers). Units: workers, threads
     and GiB. The figure title is "Resource Utilization Summary".
 
-    Parameters
-    ----------
-    metrics : mapping
-        The metrics dictionary; reads ``avg_workers``, ``peak_workers``,
-        ``total_cores``, ``peak_memory_bytes`` (bytes) and ``unavailable``.
+    Reads ``avg_workers``, ``peak_workers``, ``total_cores``, ``peak_memory_bytes`` (bytes)
+    and ``unavailable``.
 
     Returns
     -------

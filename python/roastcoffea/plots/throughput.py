@@ -42,11 +42,9 @@ def plot_worker_activity_timeline() -> None:
     """
 
 
-@figure
+@figure(figsize=(10, 5), title="Total Active Tasks Over Time")
 def plot_total_active_tasks_timeline(
-    tracking_data: TrackingData,
-    figsize: Size = (10, 5),
-    title: str = "Total Active Tasks Over Time",
+    tracking_data: TrackingData, figsize: Size, title: str
 ) -> FigureAxes:
     """Plot the number of tasks assigned to all workers together.
 
@@ -54,10 +52,7 @@ def plot_total_active_tasks_timeline(
     that reported, as a line with the area under it filled. Unit: tasks,
     against UTC time.
 
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_active_tasks`` (tasks).
+    Reads ``worker_active_tasks`` (tasks).
 
     Raises
     ------
@@ -137,12 +132,9 @@ def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
         ax.text(0.99, 0.98, "\n".join(parts), transform=ax.transAxes, ha="right", va="top")
 
 
-@figure
+@figure(tracking_data=None, figsize=(12, 6), title="Data Throughput Over Time")
 def plot_throughput_timeline(
-    chunk_info: Mapping[Any, Any] | None,
-    tracking_data: TrackingData = None,
-    figsize: Size = (12, 6),
-    title: str = "Data Throughput Over Time",
+    chunk_info: Mapping[Any, Any] | None, tracking_data: TrackingData, figsize: Size, title: str
 ) -> FigureAxes:
     """Plot the data throughput of the chunks being processed, exactly, over time.
 
@@ -152,9 +144,10 @@ def plot_throughput_timeline(
     boundaries only (no sampling). ``bytes_read`` counts the bytes requested
     during ``process()``. Chunks whose ``bytes_read`` is None (unmeasured) or
     that have no duration are left out, and a note on the plot says how many.
-    With ``tracking_data``, the number of workers is drawn on a second y axis.
-    Unit: bits per second, in Gbps, Mbps, kbps or bps (decimal) to suit the
-    largest rate, as the y label says (and workers), against UTC time.
+    With ``tracking_data``, the number of workers (its ``worker_counts``) is
+    drawn on a second y axis. Unit: bits per second, in Gbps, Mbps, kbps or bps
+    (decimal) to suit the largest rate, as the y label says (and workers),
+    against UTC time.
 
     Parameters
     ----------
@@ -163,7 +156,7 @@ def plot_throughput_timeline(
         (t_start, t_end, bytes_read)}``, times in epoch seconds (scheduler
         clock), ``bytes_read`` in bytes or None.
     tracking_data : mapping, optional
-        ``metrics["tracking_data"]``; reads ``worker_counts`` when given.
+        ``metrics["tracking_data"]``.
 
     Returns
     -------

@@ -46,10 +46,8 @@ def _count_label(row: Mapping[str, Any]) -> str:
     return f"{label}, {erred} erred" if erred else label
 
 
-@figure
-def plot_prefix_timeline(
-    metrics: dict[str, Any], figsize: Size = (12, 6), title: str = "Task Prefix Timeline"
-) -> FigureAxes:
+@figure(figsize=(12, 6), title="Task Prefix Timeline")
+def plot_prefix_timeline(metrics: dict[str, Any], figsize: Size, title: str) -> FigureAxes:
     """Gantt chart: one horizontal bar per task prefix, from its first start to its last stop.
 
     The x axis is UTC time (scheduler clock); prefixes are ordered by first
@@ -58,11 +56,8 @@ def plot_prefix_timeline(
     count. Prefixes without a finished task (no start/stop) are left out and
     counted in a note.
 
-    Parameters
-    ----------
-    metrics : dict
-        The metrics dictionary; reads ``per_prefix`` (``first_start``,
-        ``last_stop`` in epoch seconds, ``tasks``, ``erred``, ``processor``).
+    Reads ``per_prefix`` (``first_start``, ``last_stop`` in epoch seconds, ``tasks``,
+    ``erred``, ``processor``).
 
     Returns
     -------

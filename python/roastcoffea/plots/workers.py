@@ -7,9 +7,9 @@ from roastcoffea.plots._series import draw_worker_counts
 from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 
-@figure
+@figure(figsize=(10, 4), title="Worker Count Over Time")
 def plot_worker_count_timeline(
-    tracking_data: TrackingData, figsize: Size = (10, 4), title: str = "Worker Count Over Time"
+    tracking_data: TrackingData, figsize: Size, title: str
 ) -> FigureAxes:
     """Plot the number of live workers at each sample instant.
 
@@ -17,10 +17,7 @@ def plot_worker_count_timeline(
     markers: the count holds until the next sample. Unit: workers, against UTC
     time.
 
-    Parameters
-    ----------
-    tracking_data : mapping
-        ``metrics["tracking_data"]``; reads ``worker_counts`` (``{datetime: int}``).
+    Reads ``worker_counts`` (``{datetime: int}``).
 
     Raises
     ------
