@@ -16,19 +16,7 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.instrument.phases import (
-    BYTES,
-    CLOCK_ACTIVITY,
-    CODEC_ACTIVITY,
-    COMPRESSED,
-    COUNT,
-    CPU,
-    OUTPUTS_ACTIVITY,
-    PHASE_ACTIVITY,
-    PHASES,
-    TASKS_ACTIVITY,
-    WALL,
-)
+from roastcoffea.instrument import phases as vocab
 from roastcoffea.metrics._util import Metrics, is_number
 from roastcoffea.metrics.fine import span_rows
 
@@ -73,7 +61,7 @@ Rows = dict[tuple[str, str, str], float]  # (worker, activity, unit) -> value
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
     """Put the phase metrics; with phases measured, ``io_overhead_pct`` comes from them."""
     rows = _execute_rows(inputs)
-    tasks = _total(rows, TASKS_ACTIVITY, COUNT)
+    tasks = _total(rows, vocab.TASKS_ACTIVITY, vocab.COUNT)
     if not tasks:
         reason = (
             "no task measured by the phase clock (the processor did not run coffea's "
@@ -83,9 +71,9 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
             out.missing(key, reason)
         out.put("io_overhead_source", "thread-noncpu")
         return
-    wall = {p: _total(rows, PHASE_ACTIVITY.format(p), WALL) for p in PHASES}
-    cpu = {p: _total(rows, PHASE_ACTIVITY.format(p), CPU) for p in PHASES}
-    if _total(rows, OUTPUTS_ACTIVITY, COUNT):
+    wall = {p: _total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.WALL) for p in vocab.PHASES}
+    cpu = {p: _total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.CPU) for p in vocab.PHASES}
+    if _total(rows, vocab.OUTPUTS_ACTIVITY, vocab.COUNT):
         out.put("output_phase_seconds", wall["output"])
     else:
         del wall["output"], cpu["output"]
@@ -99,12 +87,12 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("phase_cpu_seconds", cpu)
     out.put("phase_share_percent", {p: _percent(s, total) for p, s in wall.items()})
     out.put("phase_per_worker", _per_worker(rows))
-    read_bytes = _total(rows, PHASE_ACTIVITY.format("read"), BYTES)
+    read_bytes = _total(rows, vocab.PHASE_ACTIVITY.format("read"), vocab.BYTES)
     out.put("phase_read_bytes", int(read_bytes))
     _put_rate(out, "read_bandwidth_mb_s", read_bytes / 1e6, wall["read"], "no read wait measured")
     codecs = _codecs(rows)
     out.put("decompress_codecs", codecs)
-    produced = _total(rows, PHASE_ACTIVITY.format("decompress"), BYTES)
+    produced = _total(rows, vocab.PHASE_ACTIVITY.format("decompress"), vocab.BYTES)
     _put_rate(
         out,
         "decompress_throughput_mb_s",
@@ -116,8 +104,8 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
     out.put("io_overhead_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
     out.put("io_overhead_source", "phases")
-    clock = _total(rows, CLOCK_ACTIVITY, WALL)
-    out.put("phase_clock_switches", int(_total(rows, CLOCK_ACTIVITY, COUNT)))
+    clock = _total(rows, vocab.CLOCK_ACTIVITY, vocab.WALL)
+    out.put("phase_clock_switches", int(_total(rows, vocab.CLOCK_ACTIVITY, vocab.COUNT)))
     out.put("phase_clock_seconds", clock)
     out.put("phase_clock_percent", _percent(clock, total))
     _put_records(inputs.phases, out)
@@ -149,31 +137,31 @@ def _put_rate(out: Metrics, key: str, amount: float, seconds: float, reason: str
 
 
 #: The phase of each phase activity.
-_PHASE_OF = {PHASE_ACTIVITY.format(p): p for p in PHASES}
+_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
 
 
 def _per_worker(rows: Rows) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for (worker, activity, unit), value in rows.items():
-        if unit == WALL and activity in _PHASE_OF:
+        if unit == vocab.WALL and activity in _PHASE_OF:
             table[worker][_PHASE_OF[activity]] = value
-    return {w: {p: phases[p] for p in PHASES if p in phases} for w, phases in table.items()}
+    return {w: {p: phases[p] for p in vocab.PHASES if p in phases} for w, phases in table.items()}
 
 
 def _codecs(rows: Rows) -> dict[str, dict[str, float | None]]:
     """Per codec: wall and CPU seconds, bytes out and in, and MB/s of output."""
-    prefix = CODEC_ACTIVITY.format("")
+    prefix = vocab.CODEC_ACTIVITY.format("")
     names = sorted({a.removeprefix(prefix) for _, a, _ in rows if a.startswith(prefix)})
     codecs = {}
     for name in names:
-        activity = CODEC_ACTIVITY.format(name)
-        wall = _total(rows, activity, WALL)
-        produced = _total(rows, activity, BYTES)
+        activity = vocab.CODEC_ACTIVITY.format(name)
+        wall = _total(rows, activity, vocab.WALL)
+        produced = _total(rows, activity, vocab.BYTES)
         codecs[name] = {
             "wall_seconds": wall,
-            "cpu_seconds": _total(rows, activity, CPU),
+            "cpu_seconds": _total(rows, activity, vocab.CPU),
             "bytes": produced,
-            "compressed_bytes": _total(rows, activity, COMPRESSED),
+            "compressed_bytes": _total(rows, activity, vocab.COMPRESSED),
             "throughput_mb_s": produced / 1e6 / wall if wall > 0 else None,
         }
     return codecs
@@ -204,7 +192,7 @@ def _put_records(records: list[dict[str, Any]], out: Metrics) -> None:
                 "median": statistics.median(per_chunk[p]),
                 "max": max(per_chunk[p]),
             }
-            for p in PHASES
+            for p in vocab.PHASES
             if per_chunk.get(p)
         },
     )
