@@ -37,7 +37,7 @@ from typing import Any
 
 from coffea import processor
 from coffea.nanoevents import NanoAODSchema
-from common import cpu_seconds, data_dir, iqr, machine, median, table, verdict
+from common import cpu_seconds, data_dir, iqr, machine, median, spread, table, verdict
 from distributed import Client, LocalCluster
 
 from roastcoffea import MetricsCollector, RoastPlugin
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         row = [f"{num} / {den}"]
         for k in range(3):
             values = paired(num, den, k)
-            row += [f"{median(values):.3f}", iqr(values, 3)]
+            row += spread(values, 3)
         rows.append(row)
     headers = ["paired per round", "wall", "IQR", "sched+client CPU", "IQR", "workers CPU", "IQR"]
     print(table(headers, rows))

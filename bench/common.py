@@ -40,6 +40,11 @@ def iqr(values: Sequence[float], digits: int = 0) -> str:
     return f"{quantile(values, 0.25):.{digits}f}-{quantile(values, 0.75):.{digits}f}"
 
 
+def spread(values: Sequence[float], digits: int = 0) -> list[str]:
+    """The median and the interquartile range as two table cells."""
+    return [f"{median(values):.{digits}f}", iqr(values, digits)]
+
+
 def data_dir(events: int, files: int) -> Path:
     """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
     return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"

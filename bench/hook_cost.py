@@ -63,7 +63,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from common import iqr, machine, median, table, verdict
+from common import machine, median, spread, table, verdict
 from distributed.utils import key_split_group
 from reference_plugin import ReferencePlugin
 
@@ -355,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         (C_BARE, per_call["all", C_BARE]),
         (REFERENCE, ref),
     ):
-        net_cells = ["", ""] if values is base else [f"{median(net(values)):.0f}", iqr(net(values))]
-        rows.append([name, f"{median(values):.0f}", iqr(values), *net_cells])
+        net_cells = ["", ""] if values is base else spread(net(values))
+        rows.append([name, *spread(values), *net_cells])
     print(table(["hook (all transitions)", "ns/call", "IQR", "net ns/call", "IQR"], rows))
     print()
 
@@ -380,13 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     work_all = ratio(above_floor(ref), above_floor(c_all))
     gross = ratio(c_hook, empty)
     rows = [
-        ["C / empty (net)", f"{median(c_empty):.2f}", iqr(c_empty, 2), "<= 1.5"],
-        ["C / empty (gross)", f"{median(gross):.2f}", iqr(gross, 2)],
-        ["reference / C (net)", f"{median(ref_c):.1f}", iqr(ref_c, 1), ">= 5"],
-        ["reference / (C + drain) (net)", f"{median(ref_c_all):.1f}", iqr(ref_c_all, 1)],
-        ["reference / empty C method (net)", f"{median(ref_floor):.1f}", iqr(ref_floor, 1)],
-        ["reference / C, above the floor", f"{median(work):.1f}", iqr(work, 1), ">= 5"],
-        ["reference / (C + drain), above the floor", f"{median(work_all):.1f}", iqr(work_all, 1)],
+        ["C / empty (net)", *spread(c_empty, 2), "<= 1.5"],
+        ["C / empty (gross)", *spread(gross, 2)],
+        ["reference / C (net)", *spread(ref_c, 1), ">= 5"],
+        ["reference / (C + drain) (net)", *spread(ref_c_all, 1)],
+        ["reference / empty C method (net)", *spread(ref_floor, 1)],
+        ["reference / C, above the floor", *spread(work, 1), ">= 5"],
+        ["reference / (C + drain), above the floor", *spread(work_all, 1)],
     ]
     rows[0].append(verdict(median(c_empty) <= 1.5))
     rows[2].append(verdict(median(ref_c) >= 5))

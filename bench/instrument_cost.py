@@ -25,7 +25,7 @@ from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import chunk_arguments, demo_chunks, iqr, median, table
+from common import chunk_arguments, demo_chunks, spread, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
 from roastcoffea.demo.nanoaod import TREE
@@ -99,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         table(
             ["per chunk", "median", "IQR"],
             [
-                ["instrumentation ms", f"{median(own_ms):.2f}", iqr(own_ms, 2)],
-                ["process() ms", f"{median(process_ms):.1f}", iqr(process_ms, 1)],
-                ["instrumentation / process()", f"{median(share):.4f}", iqr(share, 4)],
+                ["instrumentation ms", *spread(own_ms, 2)],
+                ["process() ms", *spread(process_ms, 1)],
+                ["instrumentation / process()", *spread(share, 4)],
             ],
         )
     )

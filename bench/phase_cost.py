@@ -26,7 +26,7 @@ from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import chunk_arguments, demo_chunks, iqr, median, table
+from common import chunk_arguments, demo_chunks, median, spread, table
 
 from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
 from roastcoffea.demo.nanoaod import TREE
@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         table(
             ["per chunk", "median", "IQR"],
             [
-                ["with the phase clock, ms", f"{median(with_ms):.1f}", iqr(with_ms, 1)],
-                ["without, ms", f"{median(without_ms):.1f}", iqr(without_ms, 1)],
-                ["with / without, paired", f"{median(ratios):.4f}", iqr(ratios, 4)],
-                ["direct cost, ms", f"{median(cost_ms):.3f}", iqr(cost_ms, 3)],
-                ["direct cost / chunk", f"{median(direct):.5f}", iqr(direct, 5)],
+                ["with the phase clock, ms", *spread(with_ms, 1)],
+                ["without, ms", *spread(without_ms, 1)],
+                ["with / without, paired", *spread(ratios, 4)],
+                ["direct cost, ms", *spread(cost_ms, 3)],
+                ["direct cost / chunk", *spread(direct, 5)],
             ],
         )
     )

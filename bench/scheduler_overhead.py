@@ -42,7 +42,7 @@ import pstats
 import sys
 import time
 
-from common import cpu_seconds, iqr, machine, median, quiet_cluster, table, verdict
+from common import cpu_seconds, iqr, machine, median, quiet_cluster, spread, table, verdict
 from distributed import Client
 
 from roastcoffea.plugin import RoastPlugin, snapshot, stop
@@ -236,9 +236,9 @@ def main(argv: list[str] | None = None) -> int:
             "<= 1.03",
             verdict(median(ratio_cycle) <= 1.03),
         ],
-        ["map -> gather (wall)", f"{median(ratio_gather):.3f}", iqr(ratio_gather, 3), "", ""],
-        ["scheduler+client CPU", f"{median(paired(2)):.3f}", iqr(paired(2), 3), "", ""],
-        ["workers CPU", f"{median(paired(3)):.3f}", iqr(paired(3), 3), "", ""],
+        ["map -> gather (wall)", *spread(ratio_gather, 3), "", ""],
+        ["scheduler+client CPU", *spread(paired(2), 3), "", ""],
+        ["workers CPU", *spread(paired(3), 3), "", ""],
     ]
     print(table(["with / without, paired", "median", "IQR", "target", ""], rows))
     print()
