@@ -170,20 +170,25 @@ static size_t growth_step(const roast_series *s, size_t preferred, size_t elem_b
     return preferred < room ? preferred : room;
 }
 
-/* realloc that keeps `bytes` exact; on failure nothing changes. A size of 0
- * frees. */
-static bool resize(roast_series *s, void **p, size_t old_bytes, size_t new_bytes)
+/* Resizes the array that `array` points to (a pointer to any element
+ * pointer) from *cap to new_cap elements of `size` bytes, keeping s->bytes
+ * the sum of the blocks the series owns. On failure nothing changes. */
+static bool resize_array(roast_series *s, void *array, uint32_t *cap, uint32_t new_cap,
+                         size_t size)
 {
-    if (new_bytes == 0) {
-        free(*p);
-        *p = NULL;
+    void *p;
+    memcpy(&p, array, sizeof p); /* any element type, without type punning */
+    if (new_cap == 0) {
+        free(p);
+        p = NULL;
     } else {
-        void *q = realloc(*p, new_bytes);
-        if (!q)
+        p = realloc(p, (size_t)new_cap * size);
+        if (!p)
             return false;
-        *p = q;
     }
-    s->bytes = s->bytes - old_bytes + new_bytes;
+    memcpy(array, &p, sizeof p);
+    s->bytes = s->bytes - (size_t)*cap * size + (size_t)new_cap * size;
+    *cap = new_cap;
     return true;
 }
 
@@ -218,16 +223,6 @@ static size_t change_growth_bytes(const change_list *cl, bool adding)
     return (size_t)(change_new_cap(cl) - cl->cap) * sizeof(series_change);
 }
 
-static bool changes_resize(roast_series *s, change_list *cl, uint32_t cap)
-{
-    void *p = cl->at;
-    if (!resize(s, &p, (size_t)cl->cap * sizeof(series_change), (size_t)cap * sizeof(series_change)))
-        return false;
-    cl->at = p;
-    cl->cap = cap;
-    return true;
-}
-
 /* Drops changes that no raw sample from number `oldest` on can see. */
 static void changes_prune(roast_series *s, change_list *cl, uint64_t oldest)
 {
@@ -239,7 +234,7 @@ static void changes_prune(roast_series *s, change_list *cl, uint64_t oldest)
     cl->n -= first;
     memmove(cl->at, cl->at + first, (size_t)cl->n * sizeof(series_change));
     if (cl->n < cl->cap / 2)
-        changes_resize(s, cl, cl->n); /* a refused shrink keeps the old block */
+        resize_array(s, &cl->at, &cl->cap, cl->n, sizeof *cl->at); /* refused: keeps the block */
 }
 
 /* ---- raw blocks --------------------------------------------------------- */
@@ -266,12 +261,10 @@ static void raw_relayout(unsigned char *raw, uint32_t from, uint32_t n, uint32_t
 
 static roast_status raw_grow(roast_series *s, series_worker *w, uint32_t cap)
 {
-    void *p = w->raw;
-    if (!resize(s, &p, (size_t)w->rc * SAMPLE_BYTES, (size_t)cap * SAMPLE_BYTES))
+    uint32_t old_cap = w->rc;
+    if (!resize_array(s, &w->raw, &w->rc, cap, SAMPLE_BYTES))
         return ROAST_ENOMEM;
-    w->raw = p;
-    raw_relayout(w->raw, 0, w->n, w->rc, cap);
-    w->rc = cap;
+    raw_relayout(w->raw, 0, w->n, old_cap, cap);
     return ROAST_OK;
 }
 
@@ -281,13 +274,8 @@ static void raw_drop_front(roast_series *s, series_worker *w, uint32_t k)
     uint32_t keep = w->n - k;
     raw_relayout(w->raw, k, w->n, w->rc, keep);
     w->n = keep;
-    void *p = w->raw;
-    if (resize(s, &p, (size_t)w->rc * SAMPLE_BYTES, (size_t)keep * SAMPLE_BYTES)) {
-        w->raw = p;
-        w->rc = keep;
-    } else {
+    if (!resize_array(s, &w->raw, &w->rc, keep, SAMPLE_BYTES))
         raw_relayout(w->raw, 0, keep, keep, w->rc); /* keep the larger block */
-    }
 }
 
 static void raw_read(const roast_series *s, const series_worker *w, uint32_t i, double *t,
@@ -390,16 +378,6 @@ static void bucket_merge(series_bucket *into, const series_bucket *b)
     into->count += b->count;
 }
 
-static bool buckets_resize(roast_series *s, series_worker *w, uint32_t cap)
-{
-    void *p = w->buckets;
-    if (!resize(s, &p, (size_t)w->bcap * sizeof(series_bucket), (size_t)cap * sizeof(series_bucket)))
-        return false;
-    w->buckets = p;
-    w->bcap = cap;
-    return true;
-}
-
 /* ---- folding ------------------------------------------------------------ */
 
 /* Folds up to `groups` of w's oldest whole groups into buckets. The bucket
@@ -413,7 +391,8 @@ static void fold_worker(roast_series *s, series_worker *w, uint32_t groups)
             groups = room + (uint32_t)affordable;
         if (groups == 0)
             return;
-        if (groups > room && !buckets_resize(s, w, w->nb + groups))
+        if (groups > room && !resize_array(s, &w->buckets, &w->bcap, w->nb + groups,
+                                           sizeof *w->buckets))
             return;
     }
     for (uint32_t g = 0; g < groups; g++)
@@ -452,7 +431,8 @@ static void merge_all(roast_series *s)
         if (w->nb % 2)
             w->buckets[out++] = w->buckets[w->nb - 1];
         w->nb = out;
-        buckets_resize(s, w, w->nb); /* a refused shrink keeps the old block */
+        /* a refused shrink keeps the old block */
+        resize_array(s, &w->buckets, &w->bcap, w->nb, sizeof *w->buckets);
     }
 }
 
@@ -540,12 +520,8 @@ static roast_status worker_add(roast_series *s, roast_id id, series_worker **out
     }
     if (s->nworkers == s->wcap) {
         size_t step = growth_step(s, s->wcap ? s->wcap : 4, sizeof(series_worker));
-        void *p = s->workers;
-        if (!resize(s, &p, (size_t)s->wcap * sizeof(series_worker),
-                    (size_t)(s->wcap + step) * sizeof(series_worker)))
+        if (!resize_array(s, &s->workers, &s->wcap, s->wcap + (uint32_t)step, sizeof *s->workers))
             return ROAST_ENOMEM;
-        s->workers = p;
-        s->wcap += (uint32_t)step;
     }
     series_worker *w = &s->workers[s->nworkers];
     memset(w, 0, sizeof *w);
@@ -599,10 +575,12 @@ static roast_status raw_make_room(roast_series *s, series_worker *w, bool new_li
             return st;
     }
     if (new_limit && w->limit.n == w->limit.cap &&
-        !changes_resize(s, &w->limit, change_new_cap(&w->limit)))
+        !resize_array(s, &w->limit.at, &w->limit.cap, change_new_cap(&w->limit),
+                      sizeof *w->limit.at))
         return ROAST_ENOMEM;
     if (new_threads && w->threads.n == w->threads.cap &&
-        !changes_resize(s, &w->threads, change_new_cap(&w->threads)))
+        !resize_array(s, &w->threads.at, &w->threads.cap, change_new_cap(&w->threads),
+                      sizeof *w->threads.at))
         return ROAST_ENOMEM;
     if (w->n < w->rc)
         return ROAST_OK;
@@ -651,7 +629,7 @@ static roast_status bucket_push(roast_series *s, series_worker *w, uint32_t firs
     }
     if (w->nb == w->bcap) {
         size_t step = growth_step(s, w->bcap / 2 > 4 ? w->bcap / 2 : 4, sizeof(series_bucket));
-        if (!buckets_resize(s, w, w->bcap + (uint32_t)step))
+        if (!resize_array(s, &w->buckets, &w->bcap, w->bcap + (uint32_t)step, sizeof *w->buckets))
             return ROAST_ENOMEM;
     }
     series_bucket *b = &w->buckets[w->nb++];
