@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from test_metrics_support import (
-    SPAN,
     T0,
     W1,
     W2,
@@ -12,15 +11,18 @@ from test_metrics_support import (
     make_snapshot,
     point,
     processor_metrics,
+    span_digests,
 )
 
 #: Processor task time 5 + 2 + 1 = 8 s; thread-cpu 5 + 2 (reduce) = 7 s; noncpu 2 s.
-DIGESTS = {
-    (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 5.0,
-    (W1, "execute", SPAN, "MyProc", "thread-noncpu", "seconds"): 2.0,
-    (W2, "execute", SPAN, "MyProc", "other", "seconds"): 1.0,
-    (W2, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 2.0,
-}
+DIGESTS = span_digests(
+    {
+        (W1, "MyProc", "thread-cpu", "seconds"): 5.0,
+        (W1, "MyProc", "thread-noncpu", "seconds"): 2.0,
+        (W2, "MyProc", "other", "seconds"): 1.0,
+        (W2, "reduce", "thread-cpu", "seconds"): 2.0,
+    }
+)
 
 #: Two workers of 2 threads each over the whole 10 s window: 4 cores.
 SERIES = {w: make_series([point(T0 + i, nthreads=2) for i in range(11)]) for w in (W1, W2)}
@@ -52,7 +54,7 @@ def test_without_worker_tracking() -> None:
 
 
 def test_io_overhead_needs_processor_thread_time() -> None:
-    digests = {(W1, "execute", SPAN, "MyProc", "other", "seconds"): 1.0}
+    digests = span_digests({(W1, "MyProc", "other", "seconds"): 1.0})
     m = efficiency(snapshot=make_snapshot(digests=digests, series=SERIES))
     assert m["io_overhead_pct"] is None
     assert m["unavailable"]["io_overhead_pct"] == "processor thread time is 0"

@@ -17,34 +17,38 @@ from test_metrics_support import (
     make_snapshot,
     metrics_of,
     processor_metrics,
+    span_digests,
     task_row,
     worker_info,
 )
 
 PROCESSOR_SECONDS = (3.0, 4.5, 1.0, 1.5, 0.25, 0.125, 0.5, 0.01, 0.03125, 0.1)
 
-DIGESTS = {
-    (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 3.0,
-    (W2, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 4.5,
-    (W1, "execute", SPAN, "MyProc", "thread-noncpu", "seconds"): 1.0,
-    (W2, "execute", SPAN, "MyProc", "thread-noncpu", "seconds"): 1.5,
-    (W1, "execute", SPAN, "MyProc", "executor", "seconds"): 0.25,
-    (W1, "execute", SPAN, "MyProc", "other", "seconds"): 0.125,
-    (W1, "execute", SPAN, "MyProc", "I/O", "seconds"): 0.5,
-    (W1, "execute", SPAN, "MyProc", "S3 reads", "bytes"): 1e6,
-    (W1, "execute", SPAN, "MyProc", "disk-read", "bytes"): 2048,
-    (W1, "execute", SPAN, "MyProc", "disk-read", "seconds"): 0.01,
-    (W2, "execute", SPAN, "MyProc", "disk-write", "bytes"): 512,
-    (W2, "execute", SPAN, "MyProc", "decompress", "seconds"): 0.03125,
-    (W1, "execute", SPAN, "MyProc", "serialize", "seconds"): 0.1,
-    (W1, "execute", SPAN, "MyProc", "memory-read", "bytes"): 4096,
-    (W1, "execute", SPAN, "MyProc", "memory-read", "count"): 3,
-    (W1, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 0.75,
-    (W1, "execute", SPAN, "reduce", "thread-noncpu", "seconds"): 0.25,
-    (W1, "execute", SPAN, "reduce", "compress", "seconds"): 0.0625,
-    (W1, "execute", SPAN, "reduce", "compress", "count"): 7,
-    (W2, "execute", SPAN, "reduce", "deserialize", "seconds"): 0.2,
-    (W2, "execute", SPAN, "reduce", "disk-read", "bytes"): 1024,
+DIGESTS = span_digests(
+    {
+        (W1, "MyProc", "thread-cpu", "seconds"): 3.0,
+        (W2, "MyProc", "thread-cpu", "seconds"): 4.5,
+        (W1, "MyProc", "thread-noncpu", "seconds"): 1.0,
+        (W2, "MyProc", "thread-noncpu", "seconds"): 1.5,
+        (W1, "MyProc", "executor", "seconds"): 0.25,
+        (W1, "MyProc", "other", "seconds"): 0.125,
+        (W1, "MyProc", "I/O", "seconds"): 0.5,
+        (W1, "MyProc", "S3 reads", "bytes"): 1e6,
+        (W1, "MyProc", "disk-read", "bytes"): 2048,
+        (W1, "MyProc", "disk-read", "seconds"): 0.01,
+        (W2, "MyProc", "disk-write", "bytes"): 512,
+        (W2, "MyProc", "decompress", "seconds"): 0.03125,
+        (W1, "MyProc", "serialize", "seconds"): 0.1,
+        (W1, "MyProc", "memory-read", "bytes"): 4096,
+        (W1, "MyProc", "memory-read", "count"): 3,
+        (W1, "reduce", "thread-cpu", "seconds"): 0.75,
+        (W1, "reduce", "thread-noncpu", "seconds"): 0.25,
+        (W1, "reduce", "compress", "seconds"): 0.0625,
+        (W1, "reduce", "compress", "count"): 7,
+        (W2, "reduce", "deserialize", "seconds"): 0.2,
+        (W2, "reduce", "disk-read", "bytes"): 1024,
+    }
+) | {
     (W2, "p2p", SPAN, "foreground", "thread-cpu", "seconds"): 0.5,
     # Not the collector's: a wrong unit, another span, a context without span.
     (W1, "execute", SPAN, "MyProc", "thread-cpu", "count"): 99,
@@ -114,8 +118,11 @@ def test_per_worker_fine_metrics() -> None:
 
 
 def test_descendant_spans_are_summed() -> None:
-    digests = {
-        (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 1.0,
+    digests = span_digests(
+        {
+            (W1, "MyProc", "thread-cpu", "seconds"): 1.0,
+        }
+    ) | {
         (W1, "execute", "child", "MyProc", "thread-cpu", "seconds"): 2.0,
     }
     m = fine_metrics(snapshot=make_snapshot(digests=digests), span_ids={SPAN, "child"})
@@ -174,7 +181,7 @@ def test_no_digests() -> None:
 
 
 def test_processor_without_thread_time_has_no_percentages() -> None:
-    digests = {(W1, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 1.0}
+    digests = span_digests({(W1, "reduce", "thread-cpu", "seconds"): 1.0})
     m = fine_metrics(snapshot=make_snapshot(digests=digests))
     assert m["processor_cpu_time_seconds"] == 0.0
     assert m["processor_cpu_percentage"] is None

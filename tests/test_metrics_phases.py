@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_metrics_support import SPAN, W1, W2, make_snapshot, processor_metrics
+from test_metrics_support import W1, W2, make_snapshot, processor_metrics, span_digests
 
 from roastcoffea.report.tables import (
     codecs_table,
@@ -19,14 +19,14 @@ def phase_digests(worker: str, wall: dict[str, float], **extra: float) -> dict[t
     """The digests one worker's measured tasks leave: wall = cpu / 2 for every phase."""
     rows: dict[tuple, float] = {}
     for phase, seconds in wall.items():
-        rows[(worker, "execute", SPAN, "MyProc", f"phase:{phase}", "wall-seconds")] = seconds
-        rows[(worker, "execute", SPAN, "MyProc", f"phase:{phase}", "cpu-seconds")] = seconds / 2
-    rows[(worker, "execute", SPAN, "MyProc", "phase-tasks", "count")] = extra.get("tasks", 1)
-    rows[(worker, "execute", SPAN, "MyProc", "phase-outputs", "count")] = extra.get("outputs", 1)
-    rows[(worker, "execute", SPAN, "MyProc", "phase:read", "bytes")] = extra.get("read_bytes", 0)
-    rows[(worker, "execute", SPAN, "MyProc", "phase-clock", "count")] = 100
-    rows[(worker, "execute", SPAN, "MyProc", "phase-clock", "wall-seconds")] = 0.001
-    return rows
+        rows[(worker, "MyProc", f"phase:{phase}", "wall-seconds")] = seconds
+        rows[(worker, "MyProc", f"phase:{phase}", "cpu-seconds")] = seconds / 2
+    rows[(worker, "MyProc", "phase-tasks", "count")] = extra.get("tasks", 1)
+    rows[(worker, "MyProc", "phase-outputs", "count")] = extra.get("outputs", 1)
+    rows[(worker, "MyProc", "phase:read", "bytes")] = extra.get("read_bytes", 0)
+    rows[(worker, "MyProc", "phase-clock", "count")] = 100
+    rows[(worker, "MyProc", "phase-clock", "wall-seconds")] = 0.001
+    return span_digests(rows)
 
 
 WALL = {
@@ -39,13 +39,15 @@ WALL = {
     "other": 0.5,
 }
 
-CODEC_ROWS = {
-    (W1, "execute", SPAN, "MyProc", "decompress:LZMA", "wall-seconds"): 3.0,
-    (W1, "execute", SPAN, "MyProc", "decompress:LZMA", "cpu-seconds"): 2.5,
-    (W1, "execute", SPAN, "MyProc", "decompress:LZMA", "bytes"): 6e6,
-    (W1, "execute", SPAN, "MyProc", "decompress:LZMA", "compressed-bytes"): 1e6,
-    (W1, "execute", SPAN, "MyProc", "phase:decompress", "bytes"): 6e6,
-}
+CODEC_ROWS = span_digests(
+    {
+        (W1, "MyProc", "decompress:LZMA", "wall-seconds"): 3.0,
+        (W1, "MyProc", "decompress:LZMA", "cpu-seconds"): 2.5,
+        (W1, "MyProc", "decompress:LZMA", "bytes"): 6e6,
+        (W1, "MyProc", "decompress:LZMA", "compressed-bytes"): 1e6,
+        (W1, "MyProc", "phase:decompress", "bytes"): 6e6,
+    }
+)
 
 
 def records() -> list[dict[str, Any]]:
@@ -117,10 +119,12 @@ def test_without_output_measurements_the_output_phase_is_missing() -> None:
 
 
 def test_without_phases_everything_says_why_and_io_overhead_keeps_its_old_formula() -> None:
-    digests = {
-        (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 3.0,
-        (W1, "execute", SPAN, "MyProc", "thread-noncpu", "seconds"): 1.0,
-    }
+    digests = span_digests(
+        {
+            (W1, "MyProc", "thread-cpu", "seconds"): 3.0,
+            (W1, "MyProc", "thread-noncpu", "seconds"): 1.0,
+        }
+    )
     m = processor_metrics(make_snapshot(digests=digests))
     assert (
         m["phase_wall_seconds"] is None and "phase clock" in m["unavailable"]["phase_wall_seconds"]

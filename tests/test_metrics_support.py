@@ -27,6 +27,16 @@ W1 = "tcp://10.0.0.1:1234"
 W2 = "tcp://10.0.0.2:1234"
 
 
+def span_digests(rows: dict[tuple[str, str, str, str], float]) -> dict[tuple, float]:
+    """Digest rows of the collector's span in the ``execute`` context.
+
+    ``rows`` maps ``(worker, prefix, activity, unit)`` to a value; the
+    result's keys are the snapshot's ``(worker, context, span, prefix,
+    activity, unit)``.
+    """
+    return {(w, "execute", SPAN, p, a, u): v for (w, p, a, u), v in rows.items()}
+
+
 def make_snapshot(
     digests: dict[tuple[str, str, str, str, str, str], float] | None = None,
     tasks: list[dict[str, Any]] | None = None,

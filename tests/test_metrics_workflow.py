@@ -6,7 +6,6 @@ import math
 
 import pytest
 from test_metrics_support import (
-    SPAN,
     T0,
     W1,
     chunk,
@@ -17,6 +16,7 @@ from test_metrics_support import (
     metrics_of,
     point,
     processor_metrics,
+    span_digests,
 )
 
 REPORT = {
@@ -28,13 +28,15 @@ REPORT = {
 }
 
 #: Processor task time 5 + 2 + 0.25 + 0.75 = 8 s; thread-cpu 5 (processor) + 2 (reduce) = 7 s.
-DIGESTS = {
-    (W1, "execute", SPAN, "MyProc", "thread-cpu", "seconds"): 5.0,
-    (W1, "execute", SPAN, "MyProc", "thread-noncpu", "seconds"): 2.0,
-    (W1, "execute", SPAN, "MyProc", "other", "seconds"): 0.25,
-    (W1, "execute", SPAN, "MyProc", "executor", "seconds"): 0.75,
-    (W1, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 2.0,
-}
+DIGESTS = span_digests(
+    {
+        (W1, "MyProc", "thread-cpu", "seconds"): 5.0,
+        (W1, "MyProc", "thread-noncpu", "seconds"): 2.0,
+        (W1, "MyProc", "other", "seconds"): 0.25,
+        (W1, "MyProc", "executor", "seconds"): 0.75,
+        (W1, "reduce", "thread-cpu", "seconds"): 2.0,
+    }
+)
 
 
 def workflow(**overrides):
@@ -152,7 +154,7 @@ def test_missing_report() -> None:
 
 
 def test_agg_rate_needs_processor_task_time() -> None:
-    digests = {(W1, "execute", SPAN, "reduce", "thread-cpu", "seconds"): 1.0}
+    digests = span_digests({(W1, "reduce", "thread-cpu", "seconds"): 1.0})
     m = workflow(snapshot=make_snapshot(digests=digests))
     assert m["event_rate_agg_khz"] is None
     assert m["unavailable"]["event_rate_agg_khz"] == "processor_task_time_seconds is 0"
