@@ -36,6 +36,7 @@ window.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -74,8 +75,6 @@ def _check_client(client: Any) -> Any:
             f"MetricsCollector needs a distributed.Client, got client of type "
             f"{type(client).__name__}"
         )
-    if getattr(client, "asynchronous", False):
-        raise ValueError("MetricsCollector needs a synchronous distributed.Client")
     return client
 
 
@@ -113,10 +112,15 @@ def _record_identity(record: dict[str, Any]) -> tuple:
 class MetricsCollector(AbstractContextManager):
     """Collects the metrics of the work submitted inside its ``with`` block.
 
+    With an asynchronous client (``Client(asynchronous=True)``), use
+    ``async with MetricsCollector(client)``: the scheduler round trips of the
+    entry and the exit run in a thread, so the event loop keeps serving the
+    client meanwhile.
+
     Parameters
     ----------
     client : distributed.Client
-        A synchronous client of the cluster that runs the work.
+        A client of the cluster that runs the work, synchronous or not.
     backend : str, default "dask"
         Only ``"dask"`` is supported.
     track_workers : bool, default True
@@ -140,8 +144,8 @@ class MetricsCollector(AbstractContextManager):
     Raises
     ------
     ValueError
-        For ``client=None``, an asynchronous client, an unknown backend, or an
-        interval that is not a finite number of seconds >= 0.01.
+        For ``client=None``, an unknown backend, or an interval that is not a
+        finite number of seconds >= 0.01.
     TypeError
         For a client that is not a ``distributed.Client``, or other arguments
         of the wrong type.
@@ -227,6 +231,40 @@ class MetricsCollector(AbstractContextManager):
 
     def __enter__(self) -> MetricsCollector:
         """Register the plugin if absent, open the span, start the live view."""
+        if self.client.asynchronous:
+            raise RuntimeError(
+                "MetricsCollector with an asynchronous client on its event loop: "
+                "use `async with MetricsCollector(client)`"
+            )
+        self._open()
+        self._enter_span()
+        self._start_live_view()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close the span, flush, snapshot; never raises, never suppresses."""
+        perf_end = self._stop_clock()
+        self._guard("close span", self._close_span)
+        self._finish(perf_end)
+
+    async def __aenter__(self) -> MetricsCollector:
+        """As ``with``, for an asynchronous client.
+
+        The span is entered here, in the caller's context, because Dask keeps
+        annotations in a context variable; the round trips run in a thread.
+        """
+        await asyncio.to_thread(self._open)
+        self._enter_span()
+        await asyncio.to_thread(self._start_live_view)
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """As ``with``'s exit, for an asynchronous client; never raises."""
+        perf_end = self._stop_clock()
+        self._guard("close span", self._close_span)
+        await asyncio.to_thread(self._finish, perf_end)
+
+    def _open(self) -> None:
         if self._active:
             raise RuntimeError("this MetricsCollector is already running")
         self._reset()
@@ -238,27 +276,31 @@ class MetricsCollector(AbstractContextManager):
         self.t_start = time.time()
         self._perf_start = time.perf_counter()
         self._window = (min(self.t_start, sched_time or self.t_start) - WINDOW_PAD, 0.0)
+
+    def _enter_span(self) -> None:
         self._span_cm = distributed.span(SPAN_NAME)
         self.span_id = self._span_cm.__enter__()
         self.span_info = {"name": SPAN_NAME, "id": self.span_id, "context": self._span_cm}
+
+    def _start_live_view(self) -> None:
         view = LiveView if is_terminal() else NotebookLiveView if in_notebook() else None
         if self.live and view is not None:
             self.live_view = view(LiveFeed(self.client), title=f"roastcoffea: {SPAN_NAME}")
             if not self.live_view.start():
                 self.notes.append(f"live view off: {self.live_view.off_reason}")
-        return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        """Close the span, flush, snapshot; never raises, never suppresses."""
+    def _stop_clock(self) -> float:
+        """End the block's clocks; the perf_counter reading the exit's cost starts from."""
         perf_end = time.perf_counter()
-        t_end = time.time()
         self._active = False
-        self.t_end = t_end
+        self.t_end = time.time()
         self.wall_time = perf_end - (self._perf_start or perf_end)
-        self._guard("close span", self._close_span)
+        return perf_end
+
+    def _finish(self, perf_end: float) -> None:
         if self.live_view is not None:
             self._guard("stop live view", self.live_view.stop)
-        self._window = (self._window[0], t_end + WINDOW_PAD)
+        self._window = (self._window[0], (self.t_end or time.time()) + WINDOW_PAD)
         self._guard("snapshot", self._take_snapshot)
         if self.snapshot is not None:
             self._guard("decode records", self._select_records)
