@@ -8,8 +8,9 @@ PYTHON     ?= python3
 VENV       := .venv
 VPY        := $(VENV)/bin/python
 DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
-# The HTML report test renders the report in a headless browser.
-TEST_DEB_PKGS := chromium
+# The HTML report test renders the report in a headless browser; the Prometheus
+# test scrapes a running cluster with a real Prometheus server.
+TEST_DEB_PKGS := chromium prometheus
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev
 CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz

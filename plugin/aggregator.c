@@ -392,6 +392,28 @@ static PyObject *agg_to_dict(PyObject *op, PyObject *args, PyObject *kwds)
     return dict;
 }
 
+static PyObject *agg_digest_totals(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"context", "by", NULL};
+    Aggregator *self = (Aggregator *)op;
+    const char *context, *by;
+    Py_ssize_t len;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#s:digest_totals", kwlist, &context, &len,
+                                     &by))
+        return NULL;
+    roast_digest_field field;
+    if (strcmp(by, "prefix") == 0)
+        field = ROAST_DIGESTS_BY_PREFIX;
+    else if (strcmp(by, "worker") == 0)
+        field = ROAST_DIGESTS_BY_WORKER;
+    else
+        return PyErr_Format(PyExc_ValueError, "by must be 'prefix' or 'worker', not '%s'", by);
+    roast_id id;
+    if (!roast_intern_find(roast_agg_strings_const(self->agg), context, (size_t)len, &id))
+        return PyDict_New(); /* a context no payload named */
+    return roastpy_digest_totals(self->agg, id, field);
+}
+
 static PyObject *agg_to_json(PyObject *op, PyObject *unused)
 {
     Aggregator *self = (Aggregator *)op;
@@ -467,6 +489,11 @@ static PyMethodDef agg_methods[] = {
     {"to_dict", (PyCFunction)(void (*)(void))agg_to_dict, METH_VARARGS | METH_KEYWORDS,
      "to_dict(spans=None, t_from=0.0, t_to=0.0) -> dict\n\n"
      "decode_snapshot(snapshot(spans, t_from, t_to))."},
+    {"digest_totals", (PyCFunction)(void (*)(void))agg_digest_totals,
+     METH_VARARGS | METH_KEYWORDS,
+     "digest_totals(context, by) -> dict\n\n"
+     "{(worker or prefix, activity, unit): value} of one context's digests, summed\n"
+     "over spans; by is 'prefix' or 'worker'."},
     {"to_json", agg_to_json, METH_NOARGS, "to_json() -> str\n\nThe native state file text."},
     {NULL, NULL, 0, NULL},
 };

@@ -384,6 +384,45 @@ static int put_series(PyObject *out, convert_ctx *c)
     return put(out, "series", dict);
 }
 
+/* ---- digest totals ------------------------------------------------------ */
+
+typedef struct digest_group_walk {
+    convert_ctx *ctx;
+    PyObject *dict;
+} digest_group_walk;
+
+static int visit_digest_group(void *arg, roast_id id, roast_id activity, roast_id unit,
+                              double sum)
+{
+    digest_group_walk *w = arg;
+    PyObject *name = ctx_str(w->ctx, id), *act = ctx_str(w->ctx, activity);
+    PyObject *u = ctx_str(w->ctx, unit);
+    PyObject *key = name && act && u ? PyTuple_Pack(3, name, act, u) : NULL;
+    PyObject *value = key ? PyFloat_FromDouble(sum) : NULL;
+    int rc = !value || PyDict_SetItem(w->dict, key, value) < 0 ? -1 : 0;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+PyObject *roastpy_digest_totals(const roast_agg *agg, roast_id context, roast_digest_field by)
+{
+    convert_ctx c;
+    if (ctx_init(&c, agg) < 0)
+        return NULL;
+    digest_group_walk w = {&c, PyDict_New()};
+    roast_status status = ROAST_OK;
+    if (w.dict && roast_agg_each_digest_group(agg, context, by, visit_digest_group, &w,
+                                              &status) != 0)
+        Py_CLEAR(w.dict);
+    if (w.dict && status != ROAST_OK) {
+        Py_CLEAR(w.dict);
+        roastpy_raise(status, NULL);
+    }
+    ctx_free(&c);
+    return w.dict;
+}
+
 /* ---- counters and the whole snapshot ------------------------------------ */
 
 /* The self-report of roast_agg_report_get: a restored aggregator reports the

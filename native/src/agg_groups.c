@@ -1,5 +1,7 @@
 /* agg_groups: task rows summed by one field of their key (the prefix, worker
- * and span totals of a snapshot), in order of first appearance. */
+ * and span totals of a snapshot), and the digests of one context summed over
+ * spans by worker or by prefix (the Prometheus export), in order of first
+ * appearance. */
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -69,6 +71,66 @@ int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
     for (group *e = g.groups; rc == 0 && e; e = e->hh.next)
         rc = visit(ctx, e->id, &e->sum);
     group *e, *tmp;
+    HASH_ITER(hh, g.groups, e, tmp) {
+        HASH_DEL(g.groups, e);
+        free(e);
+    }
+    return g.nomem ? 0 : rc;
+}
+
+/* ---- digests ------------------------------------------------------------- */
+
+typedef struct digest_group_key {
+    roast_id id; /* the worker or the prefix */
+    roast_id activity;
+    roast_id unit;
+} digest_group_key;
+
+_Static_assert(sizeof(digest_group_key) == 3 * sizeof(roast_id), "digest group keys have padding");
+
+typedef struct digest_group {
+    digest_group_key key;
+    double sum;
+    UT_hash_handle hh;
+} digest_group;
+
+typedef struct digest_grouping {
+    roast_id context;
+    roast_digest_field by;
+    digest_group *groups;
+    bool nomem;
+} digest_grouping;
+
+static int add_digest(void *ctx, const roast_digest_key *key, double value)
+{
+    digest_grouping *g = ctx;
+    if (key->context != g->context)
+        return 0;
+    digest_group_key k = {g->by == ROAST_DIGESTS_BY_WORKER ? key->worker : key->prefix,
+                          key->activity, key->unit};
+    digest_group *e;
+    HASH_FIND(hh, g->groups, &k, sizeof k, e);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e))) {
+            g->nomem = true;
+            return 1;
+        }
+        e->key = k;
+        HASH_ADD(hh, g->groups, key, sizeof e->key, e);
+    }
+    e->sum += value;
+    return 0;
+}
+
+int roast_agg_each_digest_group(const roast_agg *agg, roast_id context, roast_digest_field by,
+                                roast_digest_group_visitor visit, void *ctx, roast_status *status)
+{
+    digest_grouping g = {context, by, NULL, false};
+    int rc = roast_agg_each_digest(agg, add_digest, &g);
+    *status = g.nomem ? ROAST_ENOMEM : ROAST_OK;
+    for (digest_group *e = g.groups; rc == 0 && e; e = e->hh.next)
+        rc = visit(ctx, e->key.id, e->key.activity, e->key.unit, e->sum);
+    digest_group *e, *tmp;
     HASH_ITER(hh, g.groups, e, tmp) {
         HASH_DEL(g.groups, e);
         free(e);

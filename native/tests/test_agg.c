@@ -299,6 +299,67 @@ static int collect_digest(void *ctx, const roast_digest_key *key, double value)
     return 0;
 }
 
+typedef struct digest_group_list {
+    size_t n;
+    roast_id ids[8], activities[8], units[8];
+    double sums[8];
+} digest_group_list;
+
+static int collect_digest_group(void *ctx, roast_id id, roast_id activity, roast_id unit,
+                                double sum)
+{
+    digest_group_list *l = ctx;
+    if (l->n == 8)
+        return 1;
+    l->ids[l->n] = id;
+    l->activities[l->n] = activity;
+    l->units[l->n] = unit;
+    l->sums[l->n++] = sum;
+    return 0;
+}
+
+/* One context's digests sum over spans and the other field; other contexts
+ * are left out; a nonzero visitor return stops the walk. */
+static void test_digest_groups(void)
+{
+    roast_agg *agg = roast_agg_new(NULL, 0);
+    roast_id w1 = put(agg, "w1"), w2 = put(agg, "w2"), ex = put(agg, "execute"),
+             gd = put(agg, "gather-dep"), s1 = put(agg, "s1"), s2 = put(agg, "s2"),
+             p = put(agg, "p"), q = put(agg, "q"), cpu = put(agg, "thread-cpu"),
+             sec = put(agg, "seconds"), by = put(agg, "bytes"), inc = put(agg, "W");
+    roast_digest_key rows[] = {
+        {w1, ex, s1, p, cpu, sec}, {w1, ex, s2, p, cpu, sec}, {w2, ex, s1, q, cpu, sec},
+        {w2, ex, s1, p, cpu, by},  {w1, gd, ROAST_ID_EMPTY, ROAST_ID_EMPTY, cpu, sec},
+    };
+    double values[] = {1, 2, 4, 8, 16};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        CHECK(roast_agg_set_digest(agg, &rows[i], inc, values[i]) == ROAST_OK);
+    roast_status status;
+    digest_group_list by_prefix = {0}, by_worker = {0}, none = {0};
+    CHECK(roast_agg_each_digest_group(agg, ex, ROAST_DIGESTS_BY_PREFIX, collect_digest_group,
+                                      &by_prefix, &status) == 0 && status == ROAST_OK);
+    CHECK_EQ_U(by_prefix.n, 3);
+    CHECK(by_prefix.ids[0] == p && by_prefix.activities[0] == cpu && by_prefix.units[0] == sec);
+    CHECK_EQ_D(by_prefix.sums[0], 1 + 2);
+    CHECK(by_prefix.ids[1] == q);
+    CHECK_EQ_D(by_prefix.sums[1], 4);
+    CHECK(by_prefix.ids[2] == p && by_prefix.units[2] == by);
+    CHECK_EQ_D(by_prefix.sums[2], 8);
+    CHECK(roast_agg_each_digest_group(agg, ex, ROAST_DIGESTS_BY_WORKER, collect_digest_group,
+                                      &by_worker, &status) == 0 && status == ROAST_OK);
+    CHECK_EQ_U(by_worker.n, 3);
+    CHECK(by_worker.ids[0] == w1 && by_worker.ids[1] == w2 && by_worker.units[1] == sec);
+    CHECK_EQ_D(by_worker.sums[0], 1 + 2);
+    CHECK_EQ_D(by_worker.sums[1], 4);
+    CHECK(roast_agg_each_digest_group(agg, put(agg, "p2p"), ROAST_DIGESTS_BY_PREFIX,
+                                      collect_digest_group, &none, &status) == 0 &&
+          none.n == 0);
+    digest_group_list full = {.n = 8};
+    CHECK(roast_agg_each_digest_group(agg, ex, ROAST_DIGESTS_BY_PREFIX, collect_digest_group,
+                                      &full, &status) == 1);
+    roast_agg_free(agg);
+}
+
 static void test_digests_and_incarnation_base(void)
 {
     roast_agg_limits lim;
@@ -520,6 +581,7 @@ int main(void)
     RUN(test_task_groups);
     RUN(test_workers_and_beats);
     RUN(test_digests_and_incarnation_base);
+    RUN(test_digest_groups);
     RUN(test_spans);
     RUN(test_restored_records);
     RUN(test_sent_records_are_kept_as_sent);

@@ -67,6 +67,8 @@ class Aggregator:
     def to_dict(
         self, spans: Iterable[str] | None = None, t_from: float = 0.0, t_to: float = 0.0
     ) -> dict[str, Any]: ...
+    def digest_totals(self, context: str, by: str) -> dict[tuple[str, str, str], float]:
+        """{(worker or prefix, activity, unit): value} of one context, summed over spans."""
     def to_json(self) -> str: ...
 
 class DigestTracker:

@@ -18,8 +18,8 @@ Each message is a plain dict (msgpack-able, string keys)::
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
 
 The chunk and phase figures come from the records workers send on their
-event stream (decoded here only while someone listens), each counted in the
-delta after it arrived.
+event stream (decoded by the plugin only while someone listens), each counted
+in the delta after it arrived.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -27,8 +27,6 @@ Nothing is computed or published while no client is subscribed.
 from __future__ import annotations
 
 from typing import Any
-
-import msgpack
 
 from roastcoffea.plugin._compat import topic_subscribers
 from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
@@ -45,14 +43,6 @@ def _finished_counts(scheduler: Any) -> tuple[int, int]:
         memory += counts.get("memory", 0)
         erred += counts.get("erred", 0)
     return memory, erred
-
-
-def _decoded(data: bytes) -> dict[str, Any] | None:
-    try:
-        record = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _chunk_figures(record: dict[str, Any]) -> tuple[int, int]:
@@ -95,12 +85,14 @@ class LiveStream:
         self._chunks = [0, 0, 0]
         self._phases: dict[str, float] = {}
 
-    def record(self, data: bytes) -> None:
-        """Count a record a worker sent, for the next delta (only while a client listens)."""
-        if self._last is None:
-            return
-        record = _decoded(data)
-        if record is None:
+    @property
+    def listening(self) -> bool:
+        """Whether a client listened at the last tick (records are counted only then)."""
+        return self._last is not None
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Count a decoded record a worker sent, for the next delta."""
+        if not self.listening:
             return
         if record.get("kind") == "chunk":
             events, nbytes = _chunk_figures(record)

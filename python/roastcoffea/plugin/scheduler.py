@@ -7,9 +7,11 @@ Register it once per cluster::
 Its ``start`` builds the native aggregator, points the ``transition`` hook
 straight at the aggregator's C method, starts the sampler, adds the RPC
 handlers ``roastcoffea_snapshot``, ``roastcoffea_flush`` and
-``roastcoffea_stop``, and installs :class:`RoastWorkerPlugin` on every current
-and future worker. No hook ever raises into Dask: failures are counted in the
-aggregator (``errors`` of every snapshot) and logged at debug level.
+``roastcoffea_stop``, adds its series to the Prometheus registry that the
+scheduler's ``/metrics`` serves (roastcoffea.plugin.prometheus), and installs
+:class:`RoastWorkerPlugin` on every current and future worker. No hook ever
+raises into Dask: failures are counted in the aggregator (``errors`` of every
+snapshot) and logged at debug level.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
 from roastcoffea import _native, config
+from roastcoffea.errors import DecodeError
 from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
 from roastcoffea.plugin._loader import dumps_by_value
 from roastcoffea.plugin._workers import (
@@ -32,7 +35,9 @@ from roastcoffea.plugin._workers import (
     RECORDS_TOPIC,
     Unmonitored,
 )
+from roastcoffea.plugin.prometheus import PrometheusExport, available, start_export, stop_export
 from roastcoffea.plugin.sampler import Sampler
+from roastcoffea.records import decode_record
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +104,12 @@ class RoastPlugin(SchedulerPlugin):
     live : bool, optional
         Publish a small delta on the event topic ``"roastcoffea"`` at every
         tick while a client is subscribed. Default ``roastcoffea.live`` (True).
+    prometheus : bool, optional
+        Add roastcoffea's series to the scheduler's ``/metrics`` (when
+        ``prometheus_client`` is installed, as Dask's endpoint needs too).
+        Default ``roastcoffea.prometheus`` (True); the label bounds are the
+        settings ``roastcoffea.prometheus-max-prefixes`` and
+        ``roastcoffea.prometheus-max-datasets``.
 
     Notes
     -----
@@ -122,6 +133,7 @@ class RoastPlugin(SchedulerPlugin):
         ring_capacity: int | None = None,
         series_cap_bytes: int | None = None,
         live: bool | None = None,
+        prometheus: bool | None = None,
     ) -> None:
         self.interval = check_interval(config.seconds("interval", interval))
         self.window = None if window is None else _integer("window", window, 1)
@@ -133,6 +145,11 @@ class RoastPlugin(SchedulerPlugin):
         if not isinstance(live, bool):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
         self.live = live
+        prometheus = config.setting("prometheus", prometheus)
+        if not isinstance(prometheus, bool):
+            raise TypeError(f"prometheus must be a bool, not {type(prometheus).__name__}")
+        self.prometheus = prometheus
+        self.export: PrometheusExport | None = None
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
@@ -146,6 +163,7 @@ class RoastPlugin(SchedulerPlugin):
             "ring_capacity": self.ring_capacity,
             "series_cap_bytes": self.series_cap_bytes,
             "live": self.live,
+            "prometheus": self.prometheus,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -206,6 +224,17 @@ class RoastPlugin(SchedulerPlugin):
         scheduler.handlers[SNAPSHOT_HANDLER] = self._handle_snapshot
         scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
         scheduler.handlers[STOP_HANDLER] = self._handle_stop
+        if self.prometheus and available():
+            self.export = PrometheusExport(
+                self,
+                max_prefixes=_integer(
+                    "prometheus-max-prefixes", config.setting("prometheus-max-prefixes"), 1
+                ),
+                max_datasets=_integer(
+                    "prometheus-max-datasets", config.setting("prometheus-max-datasets"), 1
+                ),
+            )
+            start_export(self.export)
         self.sampler.start()
 
     async def close(self) -> None:
@@ -254,8 +283,7 @@ class RoastPlugin(SchedulerPlugin):
         with self._guard("log_event"):
             if topic == RECORDS_TOPIC:
                 self.aggregator.add_record(msg["worker"], msg["data"], time())
-                if self.sampler.live is not None:
-                    self.sampler.live.record(msg["data"])
+                self._count_record(msg["data"])
             elif topic == FINAL_STATE_TOPIC:
                 self.aggregator.ingest(msg["worker"], msg["data"], time())
             elif (
@@ -264,6 +292,23 @@ class RoastPlugin(SchedulerPlugin):
                 and topic in self.scheduler.workers
             ):
                 self.sampler.departures.closing(topic, str(msg.get("reason")))
+
+    def _count_record(self, data: bytes) -> None:
+        """Hand a record to the live stream and the Prometheus export, decoded once."""
+        live = self.sampler.live if self.sampler is not None else None
+        if live is not None and not live.listening:
+            live = None
+        if live is None and self.export is None:
+            return
+        try:
+            record = decode_record(data)
+        except (DecodeError, ValueError):
+            self._count_error("record_decode")
+            return
+        if live is not None:
+            live.record(record)
+        if self.export is not None:
+            self.export.chunks.add(record)
 
     def release_finished_groups(self) -> int:
         """Detach every finished task group from its span; returns how many.
@@ -396,6 +441,8 @@ class RoastPlugin(SchedulerPlugin):
         # Deleting the instance attribute brings back SchedulerPlugin.transition,
         # which does nothing.
         self.__dict__.pop("transition", None)
+        if self.export is not None:
+            stop_export(self.export)
         if self.sampler is not None:
             self.sampler.stop()
         handlers = self.scheduler.handlers if self.scheduler is not None else {}

@@ -1,0 +1,328 @@
+"""The Prometheus export: roastcoffea's series on the scheduler's own ``/metrics``.
+
+Dask's scheduler serves ``prometheus_client``'s default registry on its HTTP
+port (``/metrics``). A started :class:`~roastcoffea.plugin.RoastPlugin` adds
+its series to that registry, so one scrape gets Dask's and ours. The series,
+their sources and the bounds of their label sets are listed in
+docs/metrics.md ("Prometheus series"); in short:
+
+- fine metrics of the tasks (``execute`` context) summed over spans, per task
+  prefix and per worker, in seconds and in bytes; the processor phases per
+  worker;
+- per dataset: chunks, events and bytes read, from the chunk records as they
+  arrive, and a histogram of the chunks' ``process()`` durations;
+- per worker: memory, memory limit, threads and CPU, read from the
+  ``WorkerState`` at the scrape (the values the sampler stores in the series);
+- the monitoring's self-report.
+
+Labels never carry span ids (one per run: unbounded). Prefixes beyond
+``roastcoffea.prometheus-max-prefixes`` (by seconds) and datasets beyond
+``roastcoffea.prometheus-max-datasets`` (in order of arrival) are folded into
+one label value. A failure while collecting is counted in the plugin's errors
+(``prometheus``), never raised into Dask's endpoint.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any, TypeGuard
+
+from roastcoffea.instrument import phases as vocab
+from roastcoffea.plugin._workers import worker_values
+
+logger = logging.getLogger(__name__)
+
+#: Label value of the prefixes and datasets beyond the bounds.
+FOLDED = "(other)"
+#: Upper bounds (seconds) of the chunk duration histogram's buckets.
+CHUNK_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+#: Self-report counters exported as ``roastcoffea_monitoring_<name>_total``.
+MONITORING_COUNTERS = (
+    "events",
+    "dropped_events",
+    "hook_calls",
+    "hook_errors",
+    "payloads",
+    "payload_bytes",
+    "payload_errors",
+    "records",
+    "records_dropped",
+    "rows_refused",
+    "prefixes_folded",
+)
+#: (series suffix, help, ``worker_values`` index, scale) of the per-worker gauges.
+WORKER_GAUGES = (
+    ("memory_bytes", "Process memory of the worker (bytes)", 0, 1.0),
+    ("memory_limit_bytes", "Memory limit of the worker (bytes)", 1, 1.0),
+    ("threads", "Threads of the worker", 2, 1.0),
+    ("cpu_ratio", "CPU use of the worker process, 1 = one core busy", 7, 0.01),
+)
+
+
+class ChunkTotals:
+    """Per dataset: chunks, events and bytes read; the durations histogram.
+
+    Fed with every decoded chunk record the plugin receives, as it arrives (a
+    chunk computed twice counts twice here; a collector counts it once).
+
+    Parameters
+    ----------
+    max_datasets : int
+        Datasets with a label of their own; later ones count as :data:`FOLDED`.
+    """
+
+    def __init__(self, max_datasets: int) -> None:
+        self.max_datasets = max_datasets
+        self.chunks: dict[str, int] = defaultdict(int)
+        self.events: dict[str, int] = defaultdict(int)
+        self.bytes_read: dict[str, int] = defaultdict(int)
+        self.buckets = [0] * (len(CHUNK_DURATION_BUCKETS) + 1)  # the last one is +Inf
+        self.duration_sum = 0.0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one chunk record (other kinds are ignored)."""
+        if record.get("kind") != "chunk":
+            return
+        dataset = self._label(str(record.get("dataset")))
+        self.chunks[dataset] += 1
+        self.events[dataset] += _count(record.get("num_events"))
+        nbytes = record.get("bytes_read_task")
+        self.bytes_read[dataset] += _count(record.get("bytes_read") if nbytes is None else nbytes)
+        duration = record.get("duration")
+        if _is_number(duration) and math.isfinite(duration) and duration >= 0:
+            seconds = float(duration)
+            self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, seconds)] += 1
+            self.duration_sum += seconds
+
+    def _label(self, dataset: str) -> str:
+        if dataset in self.chunks or len(self.chunks) < self.max_datasets:
+            return dataset
+        return FOLDED
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _fold_prefixes(
+    totals: dict[tuple[str, str, str], float], max_prefixes: int
+) -> dict[tuple[str, str, str], float]:
+    """Keep the ``max_prefixes`` prefixes of most seconds; sum the rest as :data:`FOLDED`."""
+    seconds: dict[str, float] = defaultdict(float)
+    for (prefix, _, unit), value in totals.items():
+        seconds[prefix] += value if unit == "seconds" else 0.0
+    kept = set(sorted(seconds, key=lambda p: (-seconds[p], p))[:max_prefixes])
+    folded: dict[tuple[str, str, str], float] = defaultdict(float)
+    for (prefix, activity, unit), value in totals.items():
+        folded[(prefix if prefix in kept else FOLDED, activity, unit)] += value
+    return folded
+
+
+class PrometheusExport:
+    """The series of one running plugin (see the module docstring).
+
+    Parameters
+    ----------
+    plugin : RoastPlugin
+        A started plugin: its aggregator, scheduler and sampler are read at
+        each scrape.
+    max_prefixes, max_datasets : int
+        Bounds of the prefix and dataset label sets.
+    """
+
+    def __init__(self, plugin: Any, max_prefixes: int, max_datasets: int) -> None:
+        self.plugin = plugin
+        self.max_prefixes = max_prefixes
+        self.chunks = ChunkTotals(max_datasets)
+        self.prefixes_folded = 0
+
+    def families(self) -> Iterator[Any]:
+        """Every metric family, from the aggregator's state at this moment."""
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        agg = self.plugin.aggregator
+        agg.drain()
+        by_prefix = agg.digest_totals("execute", "prefix")
+        by_worker = agg.digest_totals("execute", "worker")
+        kept = _fold_prefixes(
+            {k: v for k, v in by_prefix.items() if not vocab.is_phase_activity(k[1])},
+            self.max_prefixes,
+        )
+        self.prefixes_folded = len({k[0] for k in by_prefix}) - len({k[0] for k in kept})
+        for unit, name in (("seconds", "seconds"), ("bytes", "bytes")):
+            yield _counter(
+                CounterMetricFamily,
+                f"roastcoffea_task_{name}",
+                f"Fine metrics of the tasks in {unit} (Dask's execute context), per task prefix",
+                ["prefix", "activity"],
+                {(p, a): v for (p, a, u), v in kept.items() if u == unit},
+            )
+            yield _counter(
+                CounterMetricFamily,
+                f"roastcoffea_worker_task_{name}",
+                f"Fine metrics of the tasks in {unit} (Dask's execute context), per worker",
+                ["worker", "activity"],
+                {
+                    (w, a): v
+                    for (w, a, u), v in by_worker.items()
+                    if u == unit and not vocab.is_phase_activity(a)
+                },
+            )
+        yield from self._phase_families(CounterMetricFamily, by_worker)
+        yield from self._chunk_families(CounterMetricFamily, HistogramMetricFamily)
+        yield from self._worker_families(GaugeMetricFamily)
+        yield from self._monitoring_families(CounterMetricFamily, GaugeMetricFamily)
+
+    def _phase_families(self, counter: Any, by_worker: dict) -> Iterator[Any]:
+        phases = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
+        for unit, name, what in (
+            (vocab.WALL, "phase_wall_seconds", "Wall seconds of the processor phases"),
+            (vocab.CPU, "phase_cpu_seconds", "CPU seconds of the processor phases"),
+            (vocab.BYTES, "phase_bytes", "Bytes read (read) and produced (decompress)"),
+        ):
+            yield _counter(
+                counter,
+                f"roastcoffea_{name}",
+                f"{what}, per worker",
+                ["worker", "phase"],
+                {
+                    (w, phases[a]): v
+                    for (w, a, u), v in by_worker.items()
+                    if u == unit and a in phases
+                },
+            )
+
+    def _chunk_families(self, counter: Any, histogram: Any) -> Iterator[Any]:
+        c = self.chunks
+        for name, values, what in (
+            ("dataset_chunks", c.chunks, "Chunk records received"),
+            ("dataset_events", c.events, "Events of the chunk records received"),
+            ("dataset_bytes_read", c.bytes_read, "Bytes the chunks read from their files"),
+        ):
+            yield _counter(
+                counter,
+                f"roastcoffea_{name}",
+                f"{what}, per dataset",
+                ["dataset"],
+                {(d,): float(v) for d, v in values.items()},
+            )
+        cumulative, buckets = 0, []
+        for bound, count in zip((*CHUNK_DURATION_BUCKETS, math.inf), c.buckets, strict=True):
+            cumulative += count
+            buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
+        yield histogram(
+            "roastcoffea_chunk_duration_seconds",
+            "Wall seconds of each chunk's process() (chunk records received)",
+            buckets=buckets,
+            sum_value=c.duration_sum,
+        )
+
+    def _worker_families(self, gauge: Any) -> Iterator[Any]:
+        workers = list(self.plugin.scheduler.workers.items())
+        values = {address: worker_values(ws) for address, ws in workers}
+        for suffix, what, index, scale in WORKER_GAUGES:
+            family = gauge(f"roastcoffea_worker_{suffix}", what, labels=["worker"])
+            for address, row in values.items():
+                value = row[index]
+                if value is not None:
+                    family.add_metric([address], value * scale)
+            yield family
+
+    def _monitoring_families(self, counter: Any, gauge: Any) -> Iterator[Any]:
+        counters = self.plugin.aggregator.counters
+        for name in MONITORING_COUNTERS:
+            yield counter(
+                f"roastcoffea_monitoring_{name}",
+                f"roastcoffea's self-report: {name.replace('_', ' ')}",
+                value=float(counters[name]),
+            )
+        yield gauge(
+            "roastcoffea_monitoring_series_bytes",
+            "Bytes held by the per-worker time series",
+            value=float(counters["series_bytes"]),
+        )
+        if counters.get("hook_ns_per_call") is not None:
+            yield gauge(
+                "roastcoffea_monitoring_hook_seconds_per_call",
+                "Sampled mean cost of the transition hook",
+                value=counters["hook_ns_per_call"] * 1e-9,
+            )
+        yield gauge(
+            "roastcoffea_export_prefixes_folded",
+            f"Task prefixes beyond the bound, exported as {FOLDED!r} at this scrape",
+            value=float(self.prefixes_folded),
+        )
+
+
+def _counter(family: Any, name: str, what: str, labels: list[str], values: dict) -> Any:
+    out = family(name, what, labels=labels)
+    for key, value in values.items():
+        out.add_metric(list(key), value)
+    return out
+
+
+class _RegistryCollector:
+    """The one collector in ``prometheus_client.REGISTRY``: the current export's families.
+
+    Several schedulers may start in one process (tests, notebooks); as Dask's
+    own handler does, the series are those of the latest one.
+    """
+
+    current: PrometheusExport | None = None
+
+    def describe(self) -> list[Any]:
+        return []  # no fixed names: the registry does not call collect() at registration
+
+    def collect(self) -> Iterator[Any]:
+        export = self.current
+        if export is None:
+            return
+        try:
+            families = list(export.families())
+        except Exception:
+            export.plugin._count_error("prometheus")
+            logger.debug("roastcoffea: Prometheus export failed", exc_info=True)
+            return
+        yield from families
+
+
+_COLLECTOR = _RegistryCollector()
+_registered = False
+
+
+def available() -> bool:
+    """Whether ``prometheus_client`` (which Dask's ``/metrics`` needs too) can be imported."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def start_export(export: PrometheusExport) -> None:
+    """Serve ``export``'s series on this process's registry (registering it once)."""
+    global _registered
+    import prometheus_client
+
+    if not _registered:
+        prometheus_client.REGISTRY.register(_COLLECTOR)
+        _registered = True
+    _COLLECTOR.current = export
+
+
+def stop_export(export: PrometheusExport) -> None:
+    """Stop serving ``export``'s series (another plugin's stay)."""
+    if _COLLECTOR.current is export:
+        _COLLECTOR.current = None
