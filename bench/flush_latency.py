@@ -5,11 +5,13 @@ then `roastcoffea.plugin.snapshot(client, span_id=..., flush=True)`; the figure 
 time until the decoded snapshot is returned. It covers the flush (every worker's full
 state fetched and applied, the ring drained) and the snapshot of that span.
 
-How: a `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)` with
-`RoastPlugin` registered. Each round opens a `distributed.span`, maps 200 trivial tasks
-in it, gathers them, and takes the snapshot. Each task also records one custom fine
-performance metric (`context_meter.digest_metric("bench-task", 1, "count")`), which only
-reaches the scheduler through the worker side of the plugin, so a snapshot is
+How: a `LocalCluster(n_workers=N, threads_per_worker=1, processes=True)` with
+`RoastPlugin` registered, for each N of `--workers` (default 2; `--workers 2 4 8 16`
+gives the flush as a function of real worker processes, up to what the machine holds).
+Each round opens a `distributed.span`, maps 200 trivial tasks in it, gathers them, and
+takes the snapshot. Each task also records one custom fine performance metric
+(`context_meter.digest_metric("bench-task", 1, "count")`), which only reaches the
+scheduler through the worker side of the plugin, so a snapshot is
 "complete" when both
   - the scheduler side counts every task: `span_tasks[span]["tasks"]` equals the tasks
     run in the span, and
@@ -80,21 +82,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="8 rounds of each kind")
     parser.add_argument("--rounds", type=int, default=None, help="rounds of each kind (30)")
     parser.add_argument("--tasks", type=int, default=TASKS, help="tasks per round (200)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="worker processes")
     args = parser.parse_args(argv)
     rounds = args.rounds or (8 if args.quick else 30)
 
-    results: dict[bool, list[tuple[float, bool, bool]]] = {True: [], False: []}
-    with quiet_cluster() as client:
-        client.register_plugin(RoastPlugin())
-        one_round(client, args.tasks, "flush-warmup", True)
-        for r in range(2 * rounds):
-            flush = (r % 2 == 0) == (r // 2 % 2 == 0)  # ABBA: True, False, False, True, ...
-            results[flush].append(one_round(client, args.tasks, f"flush-{r}", flush))
-
     print(f"flush_latency: {rounds} rounds of each kind, {args.tasks} tasks per round, ABBA order")
-    print("  LocalCluster(n_workers=2, threads_per_worker=1, processes=True)")
+    print("  LocalCluster(n_workers=N, threads_per_worker=1, processes=True)")
     print(f"  {machine()}")
     print()
+    rows, flushed, complete = [], [], True
+    for n_workers in args.workers:
+        results: dict[bool, list[tuple[float, bool, bool]]] = {True: [], False: []}
+        with quiet_cluster(n_workers) as client:
+            client.register_plugin(RoastPlugin())
+            one_round(client, args.tasks, "flush-warmup", True)
+            for r in range(2 * rounds):
+                flush = (r % 2 == 0) == (r // 2 % 2 == 0)  # ABBA: True, False, False, True, ...
+                results[flush].append(one_round(client, args.tasks, f"flush-{r}", flush))
+        rows += _rows(n_workers, results)
+        flushed = [1e3 * r[0] for r in results[True]]
+        complete = complete and all(r[1] and r[2] for r in results[True])
+    headers = [
+        "workers",
+        "",
+        "median ms",
+        "p90 ms",
+        "min ms",
+        "max ms",
+        "tasks complete",
+        "digests complete",
+    ]
+    print(table(headers, rows))
+    print()
+    print(
+        f"target median <= 50 ms with flush=True at {args.workers[-1]} workers: "
+        f"{verdict(median(flushed) <= 50)} (median {median(flushed):.1f} ms); every flushed "
+        f"snapshot complete: {'yes' if complete else 'NO'}"
+    )
+    return 0
+
+
+def _rows(n_workers: int, results: dict[bool, list[tuple[float, bool, bool]]]) -> list[list]:
     rows = []
     for flush in (True, False):
         ms = [1e3 * r[0] for r in results[flush]]
@@ -102,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         work = sum(r[2] for r in results[flush])
         rows.append(
             [
+                str(n_workers),
                 f"snapshot(flush={flush})",
                 f"{median(ms):.1f}",
                 f"{quantile(ms, 0.9):.1f}",
@@ -111,17 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{work}/{len(ms)}",
             ]
         )
-    headers = ["", "median ms", "p90 ms", "min ms", "max ms", "tasks complete", "digests complete"]
-    print(table(headers, rows))
-    flushed = [1e3 * r[0] for r in results[True]]
-    complete = all(r[1] and r[2] for r in results[True])
-    print()
-    print(
-        f"target median <= 50 ms with flush=True: {verdict(median(flushed) <= 50)} "
-        f"(median {median(flushed):.1f} ms); every flushed snapshot complete: "
-        f"{'yes' if complete else 'NO'}"
-    )
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -1,0 +1,402 @@
+"""How the scheduler side scales: workers, tasks and chunks, up to a thousand workers.
+
+What it measures, each as a cost per worker, per task or per chunk so that
+linear growth reads as a constant:
+
+- **workers** (2 to 1,000, simulated): a real ``distributed.Scheduler`` in this
+  process with ``RoastPlugin`` started on it and N real ``WorkerState``
+  objects in ``scheduler.workers``. Each worker heartbeats at Dask's own
+  period for a cluster of N (``distributed.scheduler.heartbeat_interval``:
+  0.5 s up to 10 workers, 6 s at 1,000), the beats spread evenly, and each
+  beat carries a new payload made by a real ``DigestTracker`` (window as the
+  worker plugin sizes it) from a ``digests_total`` of 50 digests that all
+  change between beats (a cluster busy with processor tasks: Dask's
+  activities for five task prefixes, the phase clock's and the codecs'). The
+  sampler ticks (``RoastPlugin.tick``: drain, sample every worker into the
+  series, apply the new payloads) of one heartbeat period and more are timed
+  with the process's CPU clock; their mean over the default 1 s interval is
+  the share of a core the monitoring costs the scheduler. Then the
+  scheduler's side of a flush (every worker's full payload applied; the RPC
+  round trips are the real-worker figure of flush_latency.py) and the
+  snapshot of the span: time, size, and the client's decode.
+- **tasks** (10^4 to 10^6): transitions of a realistic graph (hook_cost.py's
+  generator) through the plugin's C hook, then a snapshot: hook CPU per task,
+  snapshot size (rows are per worker, span and prefix: it does not grow with
+  tasks).
+- **chunks** (10^2 to 10^5): chunk records of the demo's size added as
+  workers send them, then a snapshot and the client's record decoding: time
+  and bytes per chunk.
+
+Targets (issue 13) at 1,000 workers: scheduler CPU for ingesting all payloads
+<= 1 % of one core at the default interval; snapshot of one span <= 10 MB;
+collector exit (flush + snapshot + decode) <= 1 s. Nothing is asserted.
+
+Run: ``.venv/bin/python bench/scale.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from common import machine, median, table, verdict
+from distributed import Scheduler
+from distributed.core import Status
+from distributed.scheduler import WorkerState, heartbeat_interval
+from hook_cost import WORKERS, make_round
+
+from roastcoffea import _native
+from roastcoffea.metrics import MetricsInputs, compute_metrics
+from roastcoffea.plugin import RoastPlugin
+from roastcoffea.plugin.worker import auto_window
+from roastcoffea.records import decode_records, encode_record
+
+SPAN = "5dc9b908-116b-49a5-b0d7-5a681f49a111"
+PREFIXES = ("processor-4f2a9c", "from-uproot", "reduce", "finalize", "getitem")
+DASK_ACTIVITIES = ("thread-cpu", "thread-noncpu", "executor", "other")
+PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
+INTERVAL = 1.0  # the default sampler interval, seconds
+
+
+def busy_digests(step: int, out: dict[tuple, float]) -> None:
+    """A worker's ``digests_total`` after ``step`` heartbeats of processor work.
+
+    Updated in place, as Dask's ``Worker.digests_total``: the tracker knows a
+    digest by its key object.
+    """
+    t = float(step + 1)
+    for i, prefix in enumerate(PREFIXES):
+        for j, activity in enumerate(DASK_ACTIVITIES):
+            out[("execute", SPAN, prefix, activity, "seconds")] = t * (i + 1) * (j + 1) * 0.01
+    processor = PREFIXES[0]
+    for k, phase in enumerate(PHASES):
+        out[("execute", SPAN, processor, f"phase:{phase}", "wall-seconds")] = t * 0.1 * (k + 1)
+        out[("execute", SPAN, processor, f"phase:{phase}", "cpu-seconds")] = t * 0.05 * (k + 1)
+    out[("execute", SPAN, processor, "phase:read", "bytes")] = t * 8e6
+    out[("execute", SPAN, processor, "phase:decompress", "bytes")] = t * 2e7
+    out[("execute", SPAN, processor, "phase-tasks", "count")] = t
+    for unit in ("wall-seconds", "cpu-seconds", "bytes", "compressed-bytes"):
+        out[("execute", SPAN, processor, "decompress:ZLIB", unit)] = t * 1.5
+    for activity in ("network", "decompress", "deserialize", "other"):
+        out[("gather-dep", activity, "seconds")] = t * 0.002
+    out[("get-data", "serialize", "seconds")] = t * 0.001
+
+
+def worker_state(i: int, scheduler: Scheduler) -> WorkerState:
+    return WorkerState(
+        scheduler=scheduler,
+        address=f"tcp://10.{i // 250}.{i % 250}.1:8786",
+        status=Status.running,
+        pid=1000 + i,
+        name=f"worker-{i}",
+        nthreads=4,
+        memory_limit=8 << 30,
+        local_directory="/tmp",
+        nanny=None,
+        server_id=f"Worker-{i:06d}",
+    )
+
+
+def cpu_of(work: Callable[[], Any]) -> tuple[float, Any]:
+    """(process CPU seconds of ``work()``, its result)."""
+    start = time.process_time()
+    result = work()
+    return time.process_time() - start, result
+
+
+def beats(n: int, period: float, t0: float, t1: float) -> list[int]:
+    """The workers (of ``n``, beats spread evenly over ``period``) that beat in (t0, t1]."""
+    return [
+        i
+        for i in range(n)
+        if int((t1 - i * period / n) // period) > int((t0 - i * period / n) // period)
+    ]
+
+
+async def worker_scale(n: int, periods: int) -> dict[str, float]:
+    """Tick, flush and snapshot costs at ``n`` simulated workers."""
+    async with Scheduler(dashboard_address=":0", validate=False) as scheduler:
+        plugin = RoastPlugin(interval=INTERVAL, live=False)
+        scheduler.add_plugin(plugin)
+        await plugin.start(scheduler)
+        period = heartbeat_interval(n)
+        window = auto_window(INTERVAL, period * 1000)
+        states = [worker_state(i, scheduler) for i in range(n)]
+        trackers = [_native.DigestTracker(ws.server_id, window) for ws in states]
+        digests: dict[tuple, float] = {}
+        for step, (ws, tracker) in enumerate(zip(states, trackers, strict=True)):
+            busy_digests(step, digests)
+            ws.metrics = {"memory": 2 << 30, "cpu": 95.0, "roastcoffea": tracker.payload(digests)}
+            scheduler.workers[ws.address] = ws
+        plugin.tick()  # the first tick also registers every worker
+        ticks = max(2, round(periods * period / INTERVAL))
+        tick_cpu, payload_bytes = [], []
+        for tick in range(1, ticks + 1):
+            for i in beats(n, period, (tick - 1) * INTERVAL, tick * INTERVAL):
+                busy_digests(n + tick, digests)
+                payload = trackers[i].payload(digests)
+                payload_bytes.append(len(payload))
+                states[i].metrics = {"memory": 2 << 30, "cpu": 95.0, "roastcoffea": payload}
+            cpu, _ = cpu_of(plugin.tick)
+            tick_cpu.append(cpu)
+        busy_digests(n + ticks + 1, digests)
+        full = [tracker.full_payload(digests) for tracker in trackers]
+        agg = plugin.aggregator
+        now = time.time()
+        flush_cpu, _ = cpu_of(
+            lambda: [agg.ingest(ws.address, p, now) for ws, p in zip(states, full, strict=True)]
+        )
+        start = time.perf_counter()
+        data = plugin._handle_snapshot(span_id=SPAN)
+        snapshot_s = time.perf_counter() - start
+        start = time.perf_counter()
+        snap = _native.decode_snapshot(data)
+        decode_s = time.perf_counter() - start
+        inputs = MetricsInputs(
+            snapshot=snap,
+            span_ids={SPAN},
+            t_start=snap["started"],
+            t_end=snap["taken_at"],
+            wall_time=snap["taken_at"] - snap["started"],
+            coffea_report={"entries": n * 10**6, "bytesread": n * 10**9, "processtime": 1.0},
+            detected_prefixes={PREFIXES[0]},
+        )
+        start = time.perf_counter()
+        metrics = compute_metrics(inputs)
+        metrics_s = time.perf_counter() - start
+        assert len(metrics["per_worker"]) == n
+        for ws in states:
+            del scheduler.workers[ws.address]
+        assert len(snap["workers"]) == n
+        return {
+            "period": period,
+            "window": window,
+            "payload_bytes": median(payload_bytes),
+            "tick_cpu": sum(tick_cpu) / len(tick_cpu),
+            "flush_cpu": flush_cpu,
+            "snapshot_s": snapshot_s,
+            "snapshot_bytes": len(data),
+            "decode_s": decode_s,
+            "metrics_s": metrics_s,
+        }
+
+
+def task_scale(n_tasks: int) -> dict[str, float]:
+    """Hook CPU per task and snapshot size after ``n_tasks`` tasks' transitions."""
+    rng = random.Random(n_tasks)
+    chunks, tasks, groups, calls = make_round(n_tasks, rng, 1.7e9)
+    agg = _native.Aggregator(started=1.7e9)
+    agg.set_span_lookup(tasks, groups)
+    for address in WORKERS:
+        agg.worker_seen(address, address, 1.7e9)
+    hook = agg.transition
+
+    def drive() -> None:
+        for events in chunks:
+            for key, start, finish, stimulus_id, kwargs in events:
+                hook(key, start, finish, stimulus_id=stimulus_id, **kwargs)
+        agg.drain()
+
+    cpu, _ = cpu_of(drive)
+    data = agg.snapshot()
+    return {"hook_cpu": cpu, "calls": calls, "snapshot_bytes": len(data)}
+
+
+def chunk_record(i: int) -> bytes:
+    """A chunk record of the demo's shape (the keys and sizes the decorator writes)."""
+    return encode_record(
+        {
+            "kind": "chunk",
+            "v": 1,
+            "task_key": f"processor-4f2a9c-{i:08x}",
+            "prefix": "processor-4f2a9c",
+            "worker": WORKERS[i % len(WORKERS)],
+            "span": SPAN,
+            "dataset": ("dijet", "dimuon", "z_window")[i % 3],
+            "file": f"/data/nano_{i % 40:03d}.root",
+            "treename": "Events",
+            "entry_start": (i % 20) * 100_000,
+            "entry_stop": (i % 20 + 1) * 100_000,
+            "uuid": "6f1c8b3e-3c55-11ee-be56-0242ac120002",
+            "num_events": 100_000,
+            "t_start": 1.7e9 + i,
+            "t_end": 1.7e9 + i + 1.2,
+            "duration": 1.2,
+            "process_cpu_s": 1.1,
+            "task_start": 1.7e9 + i - 0.1,
+            "task_end": 1.7e9 + i + 1.3,
+            "task_duration": 1.4,
+            "mem_before_mb": 812.5,
+            "mem_after_mb": 830.1,
+            "mem_delta_mb": 17.6,
+            "bytes_read": 8_500_000,
+            "bytes_read_task": 8_560_000,
+            "instrument_bytes": 4_000,
+            "accessed_branches": [f"Branch_{b}" for b in range(24)],
+            "num_branches_accessed": 24,
+            "accessed_bytes": 8_400_000,
+            "accessed_uncompressed_bytes": 18_000_000,
+            "unavailable": {},
+        }
+    )
+
+
+def chunk_scale(n_chunks: int) -> dict[str, float]:
+    """Snapshot and decode costs after ``n_chunks`` chunk records were sent.
+
+    The scheduler keeps records up to its byte cap (64 MiB by default) and
+    counts the rest as dropped.
+    """
+    records = [chunk_record(i) for i in range(n_chunks)]
+    agg = _native.Aggregator(started=1.7e9)
+    cpu, _ = cpu_of(
+        lambda: [agg.add_record(WORKERS[i % 8], r, 1.7e9 + i) for i, r in enumerate(records)]
+    )
+    start = time.perf_counter()
+    data = agg.snapshot()
+    snapshot_s = time.perf_counter() - start
+    start = time.perf_counter()
+    decoded = decode_records(_native.decode_snapshot(data)["records"])
+    decode_s = time.perf_counter() - start
+    return {
+        "add_cpu": cpu,
+        "held": len(decoded),
+        "dropped": agg.counters["records_dropped"],
+        "snapshot_s": snapshot_s,
+        "snapshot_bytes": len(data),
+        "decode_s": decode_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 10, 100, 1000])
+    parser.add_argument("--tasks", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--chunks", type=int, nargs="+", default=[100, 1_000, 10_000, 100_000])
+    parser.add_argument(
+        "--periods", type=int, default=3, help="heartbeat periods of sampler ticks timed"
+    )
+    args = parser.parse_args(argv)
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    print(machine())
+    print()
+
+    rows, last = [], None
+    for n in args.workers:
+        r = asyncio.run(worker_scale(n, args.periods))
+        exit_s = r["flush_cpu"] + r["snapshot_s"] + r["decode_s"] + r["metrics_s"]
+        rows.append(
+            [
+                f"{n:,}",
+                f"{r['period']:g}",
+                f"{r['payload_bytes'] / 1e3:.1f}",
+                f"{r['tick_cpu'] * 1e3:.2f}",
+                f"{r['tick_cpu'] / n * 1e6:.1f}",
+                f"{100 * r['tick_cpu'] / INTERVAL:.3f}",
+                f"{r['flush_cpu'] * 1e3:.1f}",
+                f"{r['snapshot_bytes'] / 1e6:.2f}",
+                f"{r['snapshot_bytes'] / n / 1e3:.2f}",
+                f"{r['snapshot_s'] * 1e3:.1f}",
+                f"{r['decode_s'] * 1e3:.1f}",
+                f"{r['metrics_s'] * 1e3:.0f}",
+                f"{exit_s * 1e3:.0f}",
+            ]
+        )
+        last = (n, r, exit_s)
+    print("workers (simulated: real Scheduler, WorkerStates and payloads at Dask's heartbeat rate)")
+    print(
+        table(
+            [
+                "workers",
+                "beat s",
+                "payload kB",
+                "tick CPU ms",
+                "us/worker",
+                "% of a core @1s",
+                "flush ingest ms",
+                "snapshot MB",
+                "kB/worker",
+                "snapshot ms",
+                "decode ms",
+                "metrics ms",
+                "exit ms",
+            ],
+            rows,
+        )
+    )
+    if last is not None:
+        n, r, exit_s = last
+        share = 100 * r["tick_cpu"] / INTERVAL
+        print(
+            f"at {n:,} workers: scheduler CPU {share:.2f} % of a core (target <= 1 %) "
+            f"{verdict(share <= 1.0)}; snapshot {r['snapshot_bytes'] / 1e6:.2f} MB "
+            f"(target <= 10 MB) {verdict(r['snapshot_bytes'] <= 10e6)}; collector exit without "
+            f"the flush's RPC round trips {exit_s:.2f} s (target <= 1 s) {verdict(exit_s <= 1.0)}"
+        )
+    print()
+
+    rows = []
+    for n in args.tasks:
+        r = task_scale(n)
+        rows.append(
+            [
+                f"{n:,}",
+                f"{r['calls']:,}",
+                f"{r['hook_cpu']:.2f}",
+                f"{r['hook_cpu'] / n * 1e6:.2f}",
+                f"{r['hook_cpu'] / r['calls'] * 1e9:.0f}",
+                f"{r['snapshot_bytes'] / 1e3:.1f}",
+            ]
+        )
+    print("tasks (transitions through the C hook, 8 workers, 3 spans)")
+    print(
+        table(
+            ["tasks", "hook calls", "hook CPU s", "us/task", "ns/call", "snapshot kB"],
+            rows,
+        )
+    )
+    print()
+
+    rows = []
+    for n in args.chunks:
+        r = chunk_scale(n)
+        rows.append(
+            [
+                f"{n:,}",
+                f"{r['held']:,}",
+                f"{r['dropped']:,}",
+                f"{r['add_cpu'] / n * 1e6:.2f}",
+                f"{r['snapshot_bytes'] / 1e6:.2f}",
+                f"{r['snapshot_bytes'] / r['held']:.0f}",
+                f"{r['snapshot_s'] * 1e3:.1f}",
+                f"{r['decode_s'] * 1e3:.0f}",
+                f"{r['decode_s'] / r['held'] * 1e6:.1f}",
+            ]
+        )
+    print("chunks (chunk records held by the scheduler, then snapshot and client decode)")
+    print(
+        table(
+            [
+                "chunks sent",
+                "held",
+                "dropped at the cap",
+                "add us/chunk",
+                "snapshot MB",
+                "B/chunk",
+                "snapshot ms",
+                "decode ms",
+                "decode us/chunk",
+            ],
+            rows,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
