@@ -92,6 +92,7 @@ static PyObject *agg_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->drain_above = (size_t)roast_ring_capacity(self->ring) / 4 * 3;
     self->auto_drain = auto_drain;
     self->timer_ns = roastpy_timer_overhead_ns();
+    self->timing_draw = 2463534242u; /* any nonzero seed */
     return (PyObject *)self;
 }
 
@@ -414,6 +415,48 @@ static PyObject *agg_digest_totals(PyObject *op, PyObject *args, PyObject *kwds)
     return roastpy_digest_totals(self->agg, id, field);
 }
 
+/* "from->to" of a transition kind; OTHER is a state this build does not name. */
+static PyObject *kind_name(int from, int to)
+{
+    PyObject *a = from ? roastpy_n.state[from] : NULL, *b = to ? roastpy_n.state[to] : NULL;
+    return PyUnicode_FromFormat("%U->%U", a ? a : roastpy_n.other, b ? b : roastpy_n.other);
+}
+
+static PyObject *kind_entry(const Aggregator *self, int from, int to)
+{
+    uint64_t timed = self->kind_timed[from][to];
+    PyObject *ns = timed ? PyFloat_FromDouble((double)self->kind_ns[from][to] / (double)timed)
+                         : Py_NewRef(Py_None);
+    if (!ns)
+        return NULL;
+    return Py_BuildValue("{s:K,s:K,s:N}", "calls", (unsigned long long)self->kind_calls[from][to],
+                         "timed", (unsigned long long)timed, "ns_per_call", ns);
+}
+
+/* The hook's cost per transition kind, measured where it is paid: every
+ * 64th call is timed (drains excluded: they are spread over all calls in
+ * hook_ns_per_call). */
+static PyObject *agg_hook_profile(PyObject *op, PyObject *unused)
+{
+    Aggregator *self = (Aggregator *)op;
+    (void)unused;
+    PyObject *out = PyDict_New();
+    for (int from = 0; out && from < ROAST_STATE_COUNT; from++) {
+        for (int to = 0; to < ROAST_STATE_COUNT; to++) {
+            if (!self->kind_calls[from][to])
+                continue;
+            PyObject *name = kind_name(from, to), *entry = name ? kind_entry(self, from, to) : NULL;
+            if (!entry || PyDict_SetItem(out, name, entry) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(name);
+            Py_XDECREF(entry);
+            if (!out)
+                break;
+        }
+    }
+    return out;
+}
+
 static PyObject *agg_to_json(PyObject *op, PyObject *unused)
 {
     Aggregator *self = (Aggregator *)op;
@@ -489,6 +532,10 @@ static PyMethodDef agg_methods[] = {
     {"to_dict", (PyCFunction)(void (*)(void))agg_to_dict, METH_VARARGS | METH_KEYWORDS,
      "to_dict(spans=None, t_from=0.0, t_to=0.0) -> dict\n\n"
      "decode_snapshot(snapshot(spans, t_from, t_to))."},
+    {"hook_profile", agg_hook_profile, METH_NOARGS,
+     "hook_profile() -> dict\n\n"
+     "{\"from->to\": {\"calls\", \"timed\", \"ns_per_call\"}}: the hook's own cost per\n"
+     "transition kind, every 64th call timed, drains excluded."},
     {"digest_totals", (PyCFunction)(void (*)(void))agg_digest_totals,
      METH_VARARGS | METH_KEYWORDS,
      "digest_totals(context, by) -> dict\n\n"

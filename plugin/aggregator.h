@@ -20,6 +20,12 @@ typedef struct {
     uint64_t timed_ns;
     uint64_t drain_ns; /* cost of every drain the hook made, spread over all calls */
     uint64_t timer_ns; /* cost of reading the clock, taken off each timed call */
+    uint32_t timing_draw; /* xorshift32 state choosing the timed calls; never 0 */
+    /* Per transition (from, to): calls, timed calls and their cost without
+     * drains, for hook_profile(). */
+    uint64_t kind_calls[ROAST_STATE_COUNT][ROAST_STATE_COUNT];
+    uint64_t kind_timed[ROAST_STATE_COUNT][ROAST_STATE_COUNT];
+    uint64_t kind_ns[ROAST_STATE_COUNT][ROAST_STATE_COUNT];
 } Aggregator;
 
 /* Applies the ring's records to the tables; returns how many. */

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #define DRAIN_BATCH 256      /* records popped per ring read */
-#define HOOK_TIMING_MASK 63u /* time one hook call in 64 */
+#define HOOK_TIMING_MASK 63u /* time one hook call in 64, chosen at random */
 
 /* ---- ring -> tables ----------------------------------------------------- */
 
@@ -239,9 +239,10 @@ static void hook_drain(Aggregator *self)
 /* Builds and pushes the record of one call; returns a failure reason or
  * NULL. A failure in the outcome fields or the span still records the
  * transition (with those fields zero), so one odd field does not hide the
- * task; a failure to identify the transition records nothing. */
+ * task; a failure to identify the transition records nothing. ev->from and
+ * ev->to are set once the states are known (else left at OTHER). */
 static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwargs)
+                               PyObject *kwargs, roast_event *out)
 {
     if (nargs < 3)
         return "transition:missing-args";
@@ -251,8 +252,8 @@ static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize
     roast_event ev;
     memset(&ev, 0, sizeof ev);
     ev.time = roastpy_now();
-    ev.from = (uint8_t)from;
-    ev.to = (uint8_t)to;
+    ev.from = out->from = (uint8_t)from;
+    ev.to = out->to = (uint8_t)to;
     const char *why = read_prefix(self, args[0], &ev.prefix);
     if (why)
         return why;
@@ -287,17 +288,32 @@ PyObject *roastpy_agg_transition(PyObject *op, PyObject *args, PyObject *kwargs)
     Aggregator *self = (Aggregator *)op;
     struct timespec t0, t1;
     uint64_t drain_ns = self->drain_ns;
-    bool timed = (self->hook_calls++ & HOOK_TIMING_MASK) == 0;
+    /* A fixed stride would alias with the scheduler's regular patterns (a
+     * task's transitions alternate), timing some kinds never; xorshift32
+     * picks the calls instead. */
+    uint32_t x = self->timing_draw;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    self->timing_draw = x;
+    self->hook_calls++;
+    bool timed = (x & HOOK_TIMING_MASK) == 0;
     if (timed)
         clock_gettime(CLOCK_MONOTONIC, &t0);
-    const char *why = hook_record(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs);
+    roast_event kind = {.from = ROAST_STATE_OTHER, .to = ROAST_STATE_OTHER};
+    const char *why =
+        hook_record(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs, &kind);
     if (why)
         hook_failed(self, why);
+    self->kind_calls[kind.from][kind.to]++;
     if (timed) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         uint64_t ns = elapsed_ns(&t0, &t1), spent = self->drain_ns - drain_ns + self->timer_ns;
-        self->timed_ns += ns > spent ? ns - spent : 0;
+        ns = ns > spent ? ns - spent : 0;
+        self->timed_ns += ns;
         self->timed_calls++;
+        self->kind_ns[kind.from][kind.to] += ns;
+        self->kind_timed[kind.from][kind.to]++;
     }
     Py_RETURN_NONE;
 }

@@ -456,6 +456,23 @@ def test_hook_cost_is_measured() -> None:
     assert 0 < ns < 1e6
 
 
+def test_hook_profile_counts_every_kind_and_times_each() -> None:
+    agg = Aggregator(started=T0)
+    assert agg.hook_profile() == {}
+    tasks = 2000  # 5 kinds alternating in a fixed pattern: a fixed stride would miss some
+    for i in range(tasks):
+        lifecycle(agg, f"x-{i}")
+    agg.transition("y", "released", "no-such-state", stimulus_id="s")
+    profile = agg.hook_profile()
+    kinds = ("released->waiting", "waiting->processing", "processing->memory")
+    kinds += ("memory->released", "released->forgotten")
+    assert {k: profile[k]["calls"] for k in kinds} == dict.fromkeys(kinds, tasks)
+    assert profile["released->Other"]["calls"] == 1  # a state this build does not name
+    assert sum(v["calls"] for v in profile.values()) == agg.counters["hook_calls"]
+    for kind in kinds:  # the draws are seeded: the same calls are timed in every run
+        assert 0 < profile[kind]["timed"] <= tasks and profile[kind]["ns_per_call"] > 0, kind
+
+
 def test_constructor_validates() -> None:
     with pytest.raises(ValueError):
         Aggregator(ring_capacity=0)
