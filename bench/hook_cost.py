@@ -407,8 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"C engine: hook_calls={counters['hook_calls']:,}, events={counters['events']:,}, "
-        f"dropped_events={counters['dropped_events']}, hook_errors={counters['hook_errors']}, "
-        f"keysplit hits/misses={counters['keysplit_hits']:,}/{counters['keysplit_misses']:,}; "
+        f"dropped_events={counters['dropped_events']}, hook_errors={counters['hook_errors']}; "
         f"loop failures={failures}"
     )
     print(

@@ -38,8 +38,6 @@ static void agg_dealloc(PyObject *op)
     Aggregator *self = (Aggregator *)op;
     PyObject_GC_UnTrack(op);
     agg_clear(op);
-    if (self->keysplit)
-        roast_keysplit_cache_free(self->keysplit);
     if (self->ring)
         roast_ring_free(self->ring);
     if (self->agg)
@@ -83,8 +81,7 @@ static PyObject *agg_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->agg = roast_agg_new(&limits, t_started);
     self->ring = roast_ring_new((uint32_t)ring_capacity);
-    self->keysplit = roast_keysplit_cache_new(KEYSPLIT_CACHE_KEYS, &roastpy_charclass);
-    if (!self->agg || !self->ring || !self->keysplit ||
+    if (!self->agg || !self->ring ||
         roast_intern_put(roast_agg_strings(self->agg), "Other", 5, &self->other) != ROAST_OK) {
         Py_DECREF(self);
         return PyErr_NoMemory();
@@ -433,9 +430,9 @@ static PyObject *kind_entry(const Aggregator *self, int from, int to)
                          "timed", (unsigned long long)timed, "ns_per_call", ns);
 }
 
-/* The hook's cost per transition kind, measured where it is paid: every
- * 64th call is timed (drains excluded: they are spread over all calls in
- * hook_ns_per_call). */
+/* The hook's cost per transition kind, measured where it is paid: one call
+ * in 64 is timed, drains excluded; the drains the hook made are the entry
+ * "drains", spread over all calls. Kinds never called are left out. */
 static PyObject *agg_hook_profile(PyObject *op, PyObject *unused)
 {
     Aggregator *self = (Aggregator *)op;
@@ -454,6 +451,17 @@ static PyObject *agg_hook_profile(PyObject *op, PyObject *unused)
                 break;
         }
     }
+    /* The ring drains the hook made when the ring filled, spread over all calls. */
+    PyObject *drains = out ? Py_BuildValue("{s:K,s:K,s:d}", "calls",
+                                           (unsigned long long)self->hook_calls, "timed",
+                                           (unsigned long long)self->hook_calls, "ns_per_call",
+                                           self->hook_calls ? (double)self->drain_ns /
+                                                                  (double)self->hook_calls
+                                                            : 0.0)
+                           : NULL;
+    if (out && (!drains || PyDict_SetItemString(out, "drains", drains) < 0))
+        Py_CLEAR(out);
+    Py_XDECREF(drains);
     return out;
 }
 
@@ -477,7 +485,7 @@ static int set_u64(PyObject *dict, const char *name, uint64_t v)
 }
 
 /* The snapshot's counters plus what only the live object knows: the ring
- * and the keysplit cache. Does not drain. */
+ * (pushed, pending, capacity). Does not drain. */
 static PyObject *agg_get_counters(PyObject *op, void *closure)
 {
     Aggregator *self = (Aggregator *)op;
@@ -488,10 +496,7 @@ static PyObject *agg_get_counters(PyObject *op, void *closure)
         return NULL;
     if (set_u64(dict, "ring_pushed", roast_ring_pushed(self->ring)) < 0 ||
         set_u64(dict, "ring_pending", roast_ring_size(self->ring)) < 0 ||
-        set_u64(dict, "ring_capacity", roast_ring_capacity(self->ring)) < 0 ||
-        set_u64(dict, "keysplit_hits", roast_keysplit_cache_hits(self->keysplit)) < 0 ||
-        set_u64(dict, "keysplit_misses", roast_keysplit_cache_misses(self->keysplit)) < 0 ||
-        set_u64(dict, "keysplit_evictions", roast_keysplit_cache_evictions(self->keysplit)) < 0) {
+        set_u64(dict, "ring_capacity", roast_ring_capacity(self->ring)) < 0) {
         Py_DECREF(dict);
         return NULL;
     }
@@ -535,7 +540,8 @@ static PyMethodDef agg_methods[] = {
     {"hook_profile", agg_hook_profile, METH_NOARGS,
      "hook_profile() -> dict\n\n"
      "{\"from->to\": {\"calls\", \"timed\", \"ns_per_call\"}}: the hook's own cost per\n"
-     "transition kind, every 64th call timed, drains excluded."},
+     "transition kind (one call in 64 timed, drains excluded), and \"drains\": the\n"
+     "ring drains the hook made, spread over all calls."},
     {"digest_totals", (PyCFunction)(void (*)(void))agg_digest_totals,
      METH_VARARGS | METH_KEYWORDS,
      "digest_totals(context, by) -> dict\n\n"

@@ -9,7 +9,6 @@ typedef struct {
     PyObject_HEAD
     roast_agg *agg;
     roast_ring *ring;
-    roast_keysplit_cache *keysplit;
     roastpy_span_lookup spans; /* set_span_lookup */
     roast_id other;        /* interned "Other" */
     size_t drain_above;    /* ring size above which the hook drains (3/4 full) */

@@ -13,6 +13,7 @@
  * hook_errors and in the error table under a short reason. */
 #include "aggregator.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -73,13 +74,10 @@ static const char *read_prefix(Aggregator *self, PyObject *key, roast_id *prefix
     }
     const char *data;
     Py_ssize_t len;
-    Py_hash_t hash;
     if (PyUnicode_Check(key)) {
-        hash = PyUnicode_Type.tp_hash(key); /* cached in the str after the first call */
         if (!(data = PyUnicode_AsUTF8AndSize(key, &len)))
             return "transition:bad-key";
     } else if (PyBytes_CheckExact(key)) {
-        hash = PyObject_Hash(key);
         data = PyBytes_AS_STRING(key);
         len = PyBytes_GET_SIZE(key);
     } else {
@@ -88,8 +86,20 @@ static const char *read_prefix(Aggregator *self, PyObject *key, roast_id *prefix
         *prefix = self->other;
         return NULL;
     }
-    roast_status st = roast_keysplit_cached(self->keysplit, roast_agg_strings(self->agg), data,
-                                            (size_t)len, (uint64_t)hash, prefix);
+    /* Split every time: measured in a running scheduler, whose own work evicts
+     * our memory between calls, a cache of keys cost more in misses than the
+     * split of a key that Dask has just hashed (docs/performance.md). */
+    char small[256];
+    char *buf = (size_t)len + 8 <= sizeof small ? small : malloc((size_t)len + 8);
+    if (!buf)
+        return "transition:no-memory";
+    size_t n = 0;
+    roast_status st =
+        roast_key_split(data, (size_t)len, &roastpy_charclass, buf, (size_t)len + 8, &n);
+    if (st == ROAST_OK)
+        st = roast_intern_put_foldable(roast_agg_strings(self->agg), buf, n, prefix);
+    if (buf != small)
+        free(buf);
     if (st == ROAST_OK)
         return NULL;
     return st == ROAST_EFULL ? "transition:strings-full" : "transition:bad-key";

@@ -1,7 +1,16 @@
 /* String interning: a uthash index over a dense array of owned strings.
- * Ids are array indices, so lookup by id is O(1) and ids never move. */
+ * Ids are array indices, so lookup by id is O(1) and ids never move.
+ *
+ * In front of the index sits a small direct-mapped memo of recent short
+ * strings, each slot one cache line holding the string itself. The hook
+ * interns a worker address and a prefix for every finished task, between
+ * which the scheduler's own work evicts our memory from the CPU caches: a
+ * uthash lookup then costs a miss on its table, its bucket, the entry and
+ * the entry's string, the memo one. Ids never change, so a slot never goes
+ * stale. */
 #include "roast/intern.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +25,21 @@ typedef struct intern_entry {
     UT_hash_handle hh;
 } intern_entry;
 
+/* Strings up to MEMO_BYTES long are memoized in MEMO_SLOTS slots. */
+#define MEMO_SLOTS 256u
+#define MEMO_BYTES 48u
+
+typedef struct memo_slot {
+    uint64_t hash;
+    uint32_t len; /* 0: empty slot (the empty string needs no lookup) */
+    roast_id id;
+    char bytes[MEMO_BYTES];
+} memo_slot;
+
+_Static_assert(sizeof(memo_slot) == 64, "a memo slot is one cache line");
+
 struct roast_intern {
+    memo_slot memo[MEMO_SLOTS];
     intern_entry *index;    /* uthash head, keyed by the string bytes */
     intern_entry **by_id;   /* by_id[id] */
     uint32_t count;
@@ -98,13 +121,37 @@ void roast_intern_free(roast_intern *t)
     free(t);
 }
 
-int roast_intern_find(const roast_intern *t, const char *s, size_t len, roast_id *id)
+static uint64_t mix64(uint64_t x) /* the splitmix64 finalizer */
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* The memo's hash of a string of at most MEMO_BYTES bytes. */
+static uint64_t memo_hash(const char *s, size_t len)
+{
+    uint64_t h = mix64(len);
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t word = 0;
+        memcpy(&word, s + i, len - i < 8 ? len - i : 8);
+        h = mix64(h ^ word);
+    }
+    return h;
+}
+
+
+static bool memo_holds(const memo_slot *slot, const char *s, size_t len, uint64_t hash)
+{
+    return slot->len == len && slot->hash == hash && memcmp(slot->bytes, s, len) == 0;
+}
+
+/* Finds s in the index (not the memo). */
+static int index_find(const roast_intern *t, const char *s, size_t len, roast_id *id)
 {
     intern_entry *e = NULL;
-    if (len == 0) {
-        *id = ROAST_ID_EMPTY;
-        return 1;
-    }
     HASH_FIND(hh, t->index, s, len, e);
     if (!e)
         return 0;
@@ -112,11 +159,48 @@ int roast_intern_find(const roast_intern *t, const char *s, size_t len, roast_id
     return 1;
 }
 
+int roast_intern_find(const roast_intern *t, const char *s, size_t len, roast_id *id)
+{
+    if (len == 0) {
+        *id = ROAST_ID_EMPTY;
+        return 1;
+    }
+    if (len <= MEMO_BYTES) {
+        uint64_t hash = memo_hash(s, len);
+        const memo_slot *slot = &t->memo[hash & (MEMO_SLOTS - 1)];
+        if (memo_holds(slot, s, len, hash)) {
+            *id = slot->id;
+            return 1;
+        }
+    }
+    return index_find(t, s, len, id);
+}
+
+/* Finds s, through the memo, and remembers it there; false when absent. */
+static int find_and_remember(roast_intern *t, const char *s, size_t len, roast_id *id)
+{
+    if (len == 0 || len > MEMO_BYTES)
+        return roast_intern_find(t, s, len, id);
+    uint64_t hash = memo_hash(s, len);
+    memo_slot *slot = &t->memo[hash & (MEMO_SLOTS - 1)];
+    if (memo_holds(slot, s, len, hash)) {
+        *id = slot->id;
+        return 1;
+    }
+    if (!index_find(t, s, len, id))
+        return 0;
+    slot->hash = hash;
+    slot->len = (uint32_t)len;
+    slot->id = *id;
+    memcpy(slot->bytes, s, len);
+    return 1;
+}
+
 roast_status roast_intern_put(roast_intern *t, const char *s, size_t len, roast_id *id)
 {
     if (!t || !id || (len && !s))
         return ROAST_EINVAL;
-    if (roast_intern_find(t, s, len, id))
+    if (find_and_remember(t, s, len, id))
         return ROAST_OK;
     return intern_add(t, s, len, id);
 }
@@ -131,7 +215,7 @@ roast_status roast_intern_put_foldable(roast_intern *t, const char *s, size_t le
 {
     if (!t || !id || (len && !s))
         return ROAST_EINVAL;
-    if (roast_intern_find(t, s, len, id))
+    if (find_and_remember(t, s, len, id))
         return ROAST_OK;
     if (!t->bucket || t->count < t->soft_cap)
         return intern_add(t, s, len, id);

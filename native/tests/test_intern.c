@@ -37,6 +37,42 @@ static void test_ids_are_stable_and_dense(void)
     roast_intern_free(t);
 }
 
+/* Many strings of every length around the memo's (48 bytes), far more than
+ * its slots, looked up again in another order: the memo in front of the
+ * index must give the index's ids, and absent strings stay absent. */
+static void test_memo_agrees_with_the_index(void)
+{
+    enum { N = 3000 };
+    roast_intern *t = roast_intern_new(N + 1);
+    static char text[N][64];
+    size_t lens[N];
+    roast_id ids[N];
+    for (int i = 0; i < N; i++) {
+        size_t len = (size_t)(1 + i % 60);
+        for (size_t j = 0; j < len; j++)
+            text[i][j] = (char)('a' + (i * 7 + (int)j) % 26);
+        memcpy(text[i], &i, sizeof i < len ? sizeof i : len); /* distinct, NULs included */
+        lens[i] = len;
+        CHECK(roast_intern_put(t, text[i], len, &ids[i]) == ROAST_OK);
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < N; k++) {
+            int i = (k * 7919 + round * 13) % N;
+            roast_id id = 0;
+            CHECK(round % 2 ? roast_intern_find(t, text[i], lens[i], &id)
+                            : roast_intern_put(t, text[i], lens[i], &id) == ROAST_OK);
+            CHECK_EQ_U(id, ids[i]);
+        }
+    }
+    CHECK_EQ_U(roast_intern_count(t), N + 1);
+    char absent[48];
+    memset(absent, 'z', sizeof absent);
+    roast_id id;
+    for (size_t len = 1; len <= sizeof absent; len++)
+        CHECK(!roast_intern_find(t, absent, len, &id));
+    roast_intern_free(t);
+}
+
 static void test_embedded_nul_and_unknown_id(void)
 {
     roast_intern *t = roast_intern_new(8);
@@ -90,6 +126,7 @@ int main(void)
 {
     RUN(test_empty_is_id_zero);
     RUN(test_ids_are_stable_and_dense);
+    RUN(test_memo_agrees_with_the_index);
     RUN(test_embedded_nul_and_unknown_id);
     RUN(test_bound_counts_overflow);
     RUN(test_foldable_strings_fold_beyond_the_soft_bound);

@@ -68,7 +68,7 @@ class Aggregator:
         self, spans: Iterable[str] | None = None, t_from: float = 0.0, t_to: float = 0.0
     ) -> dict[str, Any]: ...
     def hook_profile(self) -> dict[str, dict[str, Any]]:
-        """{"from->to": {"calls", "timed", "ns_per_call"}}: the hook's cost per transition kind."""
+        """{"from->to": {"calls", "timed", "ns_per_call"}, "drains": ...}: the hook's own cost."""
     def digest_totals(self, context: str, by: str) -> dict[tuple[str, str, str], float]:
         """{(worker or prefix, activity, unit): value} of one context, summed over spans."""
     def to_json(self) -> str: ...

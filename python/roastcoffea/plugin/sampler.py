@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import thread_time
 from typing import Any
 
 from distributed.metrics import time
@@ -71,6 +72,8 @@ class Sampler:
         self.departures = Departures()
         self._tasks: set[asyncio.Task] = set()
         self._callback = PeriodicCallback(self._guarded_tick, interval * 1000)
+        #: Thread CPU seconds the ticks took (the sampler's own cost on the scheduler).
+        self.cpu_seconds = 0.0
 
     def start(self) -> None:
         """Start ticking (call from the scheduler's event loop)."""
@@ -89,6 +92,7 @@ class Sampler:
 
     def tick(self) -> None:
         """One sampling pass over the ring, the workers, the spans and the stream."""
+        start = thread_time()
         now = time()
         self.aggregator.drain()
         for address, ws in list(self.scheduler.workers.items()):
@@ -97,6 +101,7 @@ class Sampler:
         self.spans.sync()
         if self.live is not None:
             self.live.tick(now)
+        self.cpu_seconds += thread_time() - start
 
     def watch(self, address: str, ws: Any, now: float) -> None:
         """Record a worker (new or renamed) and keep its state for later."""
