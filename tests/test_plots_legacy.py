@@ -465,6 +465,32 @@ def test_bytes_accessed_per_chunk(metrics: dict[str, Any]) -> None:
     )
 
 
+def test_per_chunk_figures_of_many_chunks_draw_the_same_values_as_steps() -> None:
+    n = io.MAX_CHUNK_BARS + 500
+    records = [
+        {
+            "t_start": 1.7e9 + i,
+            "dataset": ("a", "b")[i % 2],
+            "num_branches_accessed": 1 + i % 7,
+            "accessed_bytes": 1000 + i,
+            "accessed_uncompressed_bytes": 3000 + 2 * i,
+        }
+        for i in range(n)
+    ]
+    _, ax = io.plot_branch_access_per_chunk(records)
+    steps = [p for p in ax.patches if hasattr(p, "get_data")]
+    assert len(ax.patches) == len(steps) == 2  # one per dataset, not one per chunk
+    drawn = sum(np.asarray(p.get_data().values) for p in steps)
+    np.testing.assert_array_equal(drawn, [r["num_branches_accessed"] for r in records])
+    _, ax = io.plot_bytes_accessed_per_chunk(records)
+    by_label = {p.get_label(): np.asarray(p.get_data().values) for p in ax.patches}
+    assert ax.get_ylabel() == "bytes accessed (kiB)"
+    np.testing.assert_allclose(by_label["compressed"] * 2**10, [r["accessed_bytes"] for r in records])
+    np.testing.assert_allclose(
+        by_label["uncompressed"] * 2**10, [r["accessed_uncompressed_bytes"] for r in records]
+    )
+
+
 # -- per task ---------------------------------------------------------------------------------
 
 

@@ -17,17 +17,28 @@ from roastcoffea.plots.phases import (
 pytestmark = pytest.mark.usefixtures("no_pyplot_figures")
 
 
+def drawn_segments(ax: Any) -> list[tuple[float, float]]:
+    """(left, right) of every rectangle the timeline's collections hold."""
+    out = []
+    for collection in ax.collections:
+        for path in collection.get_paths():
+            xs = path.vertices[:, 0]
+            out.append((float(xs.min()), float(xs.max())))
+    return out
+
+
 def test_timeline_draws_one_segment_per_phase_of_every_task(metrics: dict[str, Any]) -> None:
     records = metrics["raw_phase_records"]
     _, ax = plot_phase_timeline(records)
-    widths = sorted(round(p.get_width(), 9) for p in ax.patches)
+    segments = drawn_segments(ax)
+    widths = sorted(round(right - left, 9) for left, right in segments)
     expected = sorted(
         round(s, 9) for r in records for s in r["wall"].values() if isinstance(s, float) and s > 0
     )
     assert widths == expected
     # every bar ends where its task's compute time ends
     t0 = min(r["t_start"] for r in records)
-    ends = {round(p.get_x() + p.get_width(), 6) for p in ax.patches}
+    ends = {round(right, 6) for _, right in segments}
     assert {round(r["t_start"] - t0 + r["elapsed"], 6) for r in records} <= ends
     lanes = {(r["worker"], r["thread"]) for r in records}
     assert len(ax.get_yticks()) == len(lanes)

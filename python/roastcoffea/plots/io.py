@@ -97,6 +97,16 @@ def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
     ax.legend(handles=[*extra, *patches], fontsize="small", loc="upper right")
 
 
+#: Up to this many chunks the per-chunk figures draw a bar per chunk; beyond it, one
+#: filled step line per series with the same values, drawn in constant time.
+MAX_CHUNK_BARS = 1000
+
+
+def _chunk_steps(ax: Axes, values: np.ndarray, **style: Any) -> None:
+    """Per-chunk values as one filled step line, chunk i spanning [i - 0.5, i + 0.5]."""
+    ax.stairs(values, np.arange(len(values) + 1) - 0.5, fill=True, linewidth=0, **style)
+
+
 @figure(figsize=(12, 6), title="Branches Accessed Per Chunk")
 def plot_branch_access_per_chunk(
     chunk_metrics: ChunkRecords, figsize: Size, title: str
@@ -105,7 +115,8 @@ def plot_branch_access_per_chunk(
 
     Chunks are in the order they started, failed ones included (they read
     too); bars are colored by dataset, and a dashed line marks the mean.
-    Unit: branches.
+    Beyond :data:`MAX_CHUNK_BARS` chunks, each dataset is one filled step
+    line of the same values. Unit: branches.
 
     Reads ``num_branches_accessed``, ``dataset`` and ``t_start``.
 
@@ -117,9 +128,14 @@ def plot_branch_access_per_chunk(
     records = _chunks_with(chunk_metrics, ("num_branches_accessed",))
     branches = np.array([r["num_branches_accessed"] for r in records], dtype=float)
     datasets = sorted({str(r.get("dataset")) for r in records})
-    colors = [COLORS[datasets.index(str(r.get("dataset"))) % len(COLORS)] for r in records]
+    index = np.array([datasets.index(str(r.get("dataset"))) for r in records])
     fig, ax = new_figure(figsize)
-    ax.bar(np.arange(len(records)), branches, color=colors, label="branches")
+    if len(records) > MAX_CHUNK_BARS:
+        for i in range(len(datasets)):
+            _chunk_steps(ax, np.where(index == i, branches, 0.0), color=COLORS[i % len(COLORS)])
+    else:
+        colors = [COLORS[i % len(COLORS)] for i in index]
+        ax.bar(np.arange(len(records)), branches, color=colors, label="branches")
     mean = float(branches.mean())
     line = ax.axhline(mean, color="red", linestyle="--", label=f"mean {mean:.3g} branches")
     label_axes(ax, "chunk (in start order)", "branches accessed", title, grid="y")
@@ -136,8 +152,10 @@ def plot_bytes_accessed_per_chunk(
 
     Per chunk (in start order, failed ones included), two bars: the compressed
     and the uncompressed size of the baskets of its accessed branches that
-    overlap its entry range. Unit: bytes, scaled to kiB, MiB or GiB (binary, as
-    the report writes bytes) to suit the largest value; the y label names it.
+    overlap its entry range; beyond :data:`MAX_CHUNK_BARS` chunks, two filled
+    step lines of the same values, compressed over uncompressed. Unit: bytes,
+    scaled to kiB, MiB or GiB (binary, as the report writes bytes) to suit the
+    largest value; the y label names it.
 
     Reads ``accessed_bytes``, ``accessed_uncompressed_bytes`` and ``t_start``.
 
@@ -152,8 +170,12 @@ def plot_bytes_accessed_per_chunk(
     factor, unit = byte_unit(float(max(compressed.max(), uncompressed.max())))
     x = np.arange(len(records))
     fig, ax = new_figure(figsize)
-    ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
-    ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")
+    if len(records) > MAX_CHUNK_BARS:
+        _chunk_steps(ax, uncompressed / factor, color=COLORS[1], label="uncompressed")
+        _chunk_steps(ax, compressed / factor, color=COLORS[0], label="compressed")
+    else:
+        ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
+        ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")
     label_axes(ax, "chunk (in start order)", f"bytes accessed ({unit})", title, grid="y")
     ax.legend(fontsize="small")
     return fig, ax
