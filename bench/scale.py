@@ -17,8 +17,10 @@ linear growth reads as a constant:
   with the process's CPU clock; their mean over the default 1 s interval is
   the share of a core the monitoring costs the scheduler. Then the
   scheduler's side of a flush (every worker's full payload applied; the RPC
-  round trips are the real-worker figure of flush_latency.py) and the
-  snapshot of the span: time, size, and the client's decode.
+  round trips are the real-worker figure of flush_latency.py), the snapshot
+  of the span (time, size, the client's decode and metrics), and one
+  Prometheus scrape of the plugin's series (collected and formatted as
+  Dask's ``/metrics`` does).
 - **tasks** (10^4 to 10^6): transitions of a realistic graph (hook_cost.py's
   generator) through the plugin's C hook, then a snapshot: hook CPU per task,
   snapshot size (rows are per worker, span and prefix: it does not grow with
@@ -49,6 +51,7 @@ from distributed import Scheduler
 from distributed.core import Status
 from distributed.scheduler import WorkerState, heartbeat_interval
 from hook_cost import WORKERS, make_round
+from prometheus_client import CollectorRegistry, generate_latest
 
 from roastcoffea import _native
 from roastcoffea.metrics import MetricsInputs, compute_metrics
@@ -85,6 +88,16 @@ def busy_digests(step: int, out: dict[tuple, float]) -> None:
     for activity in ("network", "decompress", "deserialize", "other"):
         out[("gather-dep", activity, "seconds")] = t * 0.002
     out[("get-data", "serialize", "seconds")] = t * 0.001
+
+
+class ExportOnly:
+    """A registry collector serving one plugin's Prometheus export."""
+
+    def __init__(self, export: Any) -> None:
+        self.export = export
+
+    def collect(self) -> Any:
+        return self.export.families()
 
 
 def worker_state(i: int, scheduler: Scheduler) -> WorkerState:
@@ -170,6 +183,11 @@ async def worker_scale(n: int, periods: int) -> dict[str, float]:
         metrics = compute_metrics(inputs)
         metrics_s = time.perf_counter() - start
         assert len(metrics["per_worker"]) == n
+        registry = CollectorRegistry()
+        registry.register(ExportOnly(plugin.export))
+        start = time.perf_counter()
+        scrape = generate_latest(registry)
+        scrape_s = time.perf_counter() - start
         for ws in states:
             del scheduler.workers[ws.address]
         assert len(snap["workers"]) == n
@@ -183,6 +201,8 @@ async def worker_scale(n: int, periods: int) -> dict[str, float]:
             "snapshot_bytes": len(data),
             "decode_s": decode_s,
             "metrics_s": metrics_s,
+            "scrape_s": scrape_s,
+            "scrape_bytes": len(scrape),
         }
 
 
@@ -305,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['decode_s'] * 1e3:.1f}",
                 f"{r['metrics_s'] * 1e3:.0f}",
                 f"{exit_s * 1e3:.0f}",
+                f"{r['scrape_s'] * 1e3:.0f}",
+                f"{r['scrape_bytes'] / 1e3:.0f}",
             ]
         )
         last = (n, r, exit_s)
@@ -325,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                 "decode ms",
                 "metrics ms",
                 "exit ms",
+                "scrape ms",
+                "scrape kB",
             ],
             rows,
         )

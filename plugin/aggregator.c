@@ -203,16 +203,24 @@ static PyObject *agg_sample(PyObject *op, PyObject *args)
 static PyObject *agg_add_record(PyObject *op, PyObject *args)
 {
     Aggregator *self = (Aggregator *)op;
-    PyObject *address;
+    PyObject *address, *span = Py_None;
     Py_buffer view;
     double now;
-    if (!PyArg_ParseTuple(args, "Uy*d:add_record", &address, &view, &now))
+    if (!PyArg_ParseTuple(args, "Uy*d|O:add_record", &address, &view, &now, &span))
         return NULL;
-    roast_id addr_id;
+    if (span != Py_None && !PyUnicode_Check(span)) {
+        PyBuffer_Release(&view);
+        return PyErr_Format(PyExc_TypeError, "span must be str or None, not %.100s",
+                            Py_TYPE(span)->tp_name);
+    }
+    roast_id addr_id, span_id = ROAST_ID_EMPTY;
     int rc = intern_arg(self, address, &addr_id);
+    if (rc == 0 && span != Py_None)
+        rc = intern_arg(self, span, &span_id);
     roast_status st = ROAST_EFULL;
     if (rc == 0)
-        st = roast_agg_add_sent_record(self->agg, addr_id, now, view.buf, (size_t)view.len);
+        st = roast_agg_add_sent_record(self->agg, addr_id, span_id, now, view.buf,
+                                       (size_t)view.len);
     PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
@@ -336,6 +344,21 @@ static int build_filter(Aggregator *self, PyObject *spans, roast_snapshot_filter
     f->spans = *ids;
     Py_DECREF(seq);
     return 0;
+}
+
+/* Span ids the aggregator never saw hold no record: build_filter leaves them out. */
+static PyObject *agg_release_records(PyObject *op, PyObject *spans)
+{
+    Aggregator *self = (Aggregator *)op;
+    roast_snapshot_filter filter;
+    roast_id *ids;
+    if (build_filter(self, spans, &filter, &ids) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    size_t released = roast_agg_release_records(self->agg, filter.spans, filter.nspans);
+    PyMem_Free(ids);
+    return PyLong_FromSize_t(released);
 }
 
 /* Drains the ring, then encodes the filtered snapshot. */
@@ -523,8 +546,11 @@ static PyMethodDef agg_methods[] = {
      "ingest(address: str, payload: bytes, now: float) -> bool\n\n"
      "Applies a worker payload; True when a full flush of the worker is needed.\n"
      "Malformed payloads are counted (payload_errors), never raised."},
+    {"release_records", agg_release_records, METH_O,
+     "release_records(spans: list[str]) -> int\n\n"
+     "Drops the records of these spans (their collector took them); returns how many."},
     {"add_record", agg_add_record, METH_VARARGS,
-     "add_record(address: str, data: bytes, now: float) -> bool\n\n"
+     "add_record(address: str, data: bytes, now: float, span: str | None = None) -> bool\n\n"
      "Keeps a record a worker sent once on its event stream; False when refused\n"
      "at the byte cap or the string table (counted)."},
     {"set_span", agg_set_span, METH_VARARGS,

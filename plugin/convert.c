@@ -241,9 +241,10 @@ static int visit_span(void *arg, const roast_span_info *info)
 static int visit_record(void *arg, const roast_record *r)
 {
     convert_ctx *c = arg;
-    PyObject *worker = ctx_str(c, r->worker);
-    PyObject *row = worker ? PyDict_New() : NULL;
+    PyObject *worker = ctx_str(c, r->worker), *span = ctx_str(c, r->span);
+    PyObject *row = worker && span ? PyDict_New() : NULL;
     int rc = !row || PyDict_SetItemString(row, "worker", worker) < 0 ||
+                     PyDict_SetItemString(row, "span", span) < 0 ||
                      put_u64(row, "seq", r->seq) < 0 || put_f64(row, "time", r->time) < 0 ||
                      put(row, "data", PyBytes_FromStringAndSize(r->data.ptr,
                                                                 (Py_ssize_t)r->data.len)) < 0 ||
@@ -465,7 +466,7 @@ PyObject *roastpy_agg_to_dict(const roast_agg *agg, double taken_at)
     if (ctx_init(&c, agg) < 0)
         return NULL;
     PyObject *out = PyDict_New();
-    if (!out || put_u64(out, "version", ROAST_WIRE_VERSION) < 0 ||
+    if (!out || put_u64(out, "version", ROAST_SNAPSHOT_VERSION) < 0 ||
         put(out, "taken_at",
             isnan(taken_at) ? Py_NewRef(Py_None) : PyFloat_FromDouble(taken_at)) < 0 ||
         put_f64(out, "started", roast_agg_started(agg)) < 0 ||
@@ -501,7 +502,7 @@ static PyObject *payload_digests(const roast_payload *p)
 
 PyObject *roastpy_payload_to_dict(const roast_payload *p)
 {
-    return Py_BuildValue("{sisNsKsKsOsN}", "version", ROAST_WIRE_VERSION, "incarnation",
+    return Py_BuildValue("{sisNsKsKsOsN}", "version", ROAST_PAYLOAD_VERSION, "incarnation",
                          roastpy_str(p->incarnation), "seq", (unsigned long long)p->seq,
                          "since", (unsigned long long)p->since, "full",
                          p->full ? Py_True : Py_False, "digests", payload_digests(p));

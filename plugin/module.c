@@ -373,7 +373,8 @@ PyMODINIT_FUNC PyInit__native(void)
         add_type(module, &roastpy_DigestTrackerType, "DigestTracker") < 0 ||
         PyModule_AddObjectRef(module, "DecodeError", roastpy_DecodeError) < 0 ||
         add_series_columns(module) < 0 ||
-        PyModule_AddIntConstant(module, "WIRE_VERSION", ROAST_WIRE_VERSION) < 0) {
+        PyModule_AddIntConstant(module, "PAYLOAD_VERSION", ROAST_PAYLOAD_VERSION) < 0 ||
+        PyModule_AddIntConstant(module, "SNAPSHOT_VERSION", ROAST_SNAPSHOT_VERSION) < 0) {
         Py_DECREF(module);
         return NULL;
     }

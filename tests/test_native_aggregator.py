@@ -591,17 +591,50 @@ def test_ingest_applies_tracker_payloads() -> None:
 
 def test_records_sent_on_the_event_stream_are_kept_once_each() -> None:
     agg = Aggregator(started=T0, record_cap_bytes=200)
-    assert agg.add_record(W1, b"chunk-1", T0 + 1) is True
-    assert agg.add_record(W1, memoryview(b"chunk-1"), T0 + 2) is True  # a second execution
-    assert agg.add_record(W2, b"x" * 500, T0 + 3) is False  # over the byte cap: counted
+    assert agg.add_record(W1, b"chunk-1", T0 + 1, "span-a") is True
+    assert agg.add_record(W1, memoryview(b"chunk-1"), T0 + 2, "span-a") is True  # recomputed
+    assert agg.add_record(W2, b"x" * 500, T0 + 3) is False  # larger than the cap: counted
     d = agg.to_dict()
     assert d["records"] == [
-        {"worker": W1, "seq": 0, "time": T0 + 1, "data": b"chunk-1"},
-        {"worker": W1, "seq": 0, "time": T0 + 2, "data": b"chunk-1"},
+        {"worker": W1, "span": "span-a", "seq": 0, "time": T0 + 1, "data": b"chunk-1"},
+        {"worker": W1, "span": "span-a", "seq": 0, "time": T0 + 2, "data": b"chunk-1"},
     ]
     assert (d["counters"]["records"], d["counters"]["records_dropped"]) == (2, 1)
     with pytest.raises(TypeError):
         agg.add_record(W1, "text", T0)
+    with pytest.raises(TypeError):
+        agg.add_record(W1, b"x", T0, 5)
+
+
+def test_snapshots_of_a_span_carry_its_records_and_a_release_drops_them() -> None:
+    agg = Aggregator(started=T0)
+    agg.set_span("outer", None, ("outer",))
+    agg.set_span("inner", "outer", ("outer", "inner"))
+    for i, span in enumerate(["outer", "inner", "other", None, "inner"]):
+        assert agg.add_record(W1, f"r{i}".encode(), T0 + i, span)
+    kept = decode_snapshot(agg.snapshot(spans=["outer", "inner"]))["records"]
+    assert [r["data"] for r in kept] == [b"r0", b"r1", b"r4"]
+    assert [r["data"] for r in decode_snapshot(agg.snapshot())["records"]] == [
+        b"r0", b"r1", b"r2", b"r3", b"r4",
+    ]  # fmt: skip
+    assert agg.release_records(["inner", "never-seen"]) == 2
+    assert agg.release_records([]) == 0
+    assert [r["data"] for r in agg.to_dict()["records"]] == [b"r0", b"r2", b"r3"]
+    assert agg.counters["records_dropped"] == 0
+    with pytest.raises(TypeError):
+        agg.release_records("inner")
+
+
+def test_a_full_record_store_drops_its_oldest_records() -> None:
+    agg = Aggregator(started=T0, record_cap_bytes=10_000)
+    data = b"x" * 900
+    for i in range(30):
+        assert agg.add_record(W1, data, T0 + i, "span")
+    times = [r["time"] for r in agg.to_dict()["records"]]
+    assert times == sorted(times) and times[-1] == T0 + 29  # the newest are kept
+    counters = agg.counters
+    assert counters["records"] == 30
+    assert counters["records_dropped"] == 30 - len(times) > 0
 
 
 def test_ingest_reports_a_gap_and_a_flush_repairs_it() -> None:
@@ -664,7 +697,7 @@ def test_snapshot_decodes_to_to_dict() -> None:
     assert isinstance(data, bytes)
     decoded = decode_snapshot(data)
     assert decoded["taken_at"] == T0 + 100
-    assert decoded["version"] == 1
+    assert decoded["version"] == _native.SNAPSHOT_VERSION == 2
     assert decoded["started"] == T0
     live = agg.to_dict()
     assert live["taken_at"] >= T0 + 100

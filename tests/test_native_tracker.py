@@ -25,7 +25,7 @@ def test_first_payload_carries_everything_then_only_changes() -> None:
     tracker = DigestTracker("inc-1", window=2)
     d: dict[Any, Any] = {CPU: 1.5, READ: 4096, NET: 2}
     p1 = payload(tracker, d)
-    assert p1["version"] == 1
+    assert p1["version"] == _native.PAYLOAD_VERSION == 1
     assert p1["incarnation"] == "inc-1"
     assert (p1["seq"], p1["since"], p1["full"]) == (1, 0, False)
     assert p1["digests"] == {CPU: 1.5, READ: 4096.0, NET5: 2.0}

@@ -487,15 +487,35 @@ roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, 
 
 /* ---- records -------------------------------------------------------- */
 
-static roast_status record_append(roast_agg *agg, roast_id worker, uint64_t seq, double time,
-                                  const char *data, size_t len)
+static size_t record_cost(const roast_record *r) { return r->data.len + sizeof *r; }
+
+/* Drops the oldest records until `room` bytes fit under three quarters of
+ * the cap, so that a full store makes room once per quarter of the cap
+ * rather than at every record. */
+static void records_make_room(roast_agg *agg, size_t room)
+{
+    size_t target = agg->limits.record_cap_bytes / 4 * 3;
+    size_t drop = 0;
+    while (drop < agg->nrecords && agg->record_bytes + room > target) {
+        agg->record_bytes -= record_cost(&agg->records[drop]);
+        free((char *)agg->records[drop].data.ptr);
+        drop++;
+    }
+    agg->counters.records_dropped += drop;
+    agg->nrecords -= drop;
+    memmove(agg->records, agg->records + drop, agg->nrecords * sizeof *agg->records);
+}
+
+static roast_status record_append(roast_agg *agg, roast_id worker, roast_id span, uint64_t seq,
+                                  double time, const char *data, size_t len)
 {
     size_t cost = len + sizeof(roast_record);
-    if (len > agg->limits.record_cap_bytes ||
-        agg->record_bytes + cost > agg->limits.record_cap_bytes) {
+    if (cost > agg->limits.record_cap_bytes) {
         agg->counters.records_dropped++;
         return ROAST_EFULL;
     }
+    if (agg->record_bytes + cost > agg->limits.record_cap_bytes)
+        records_make_room(agg, cost);
     if (agg->nrecords == agg->records_alloc) {
         size_t alloc = agg->records_alloc ? agg->records_alloc * 2 : 64;
         roast_record *grown = realloc(agg->records, alloc * sizeof *grown);
@@ -511,6 +531,7 @@ static roast_status record_append(roast_agg *agg, roast_id worker, uint64_t seq,
         memcpy(copy, data, len);
     roast_record *r = &agg->records[agg->nrecords++];
     r->worker = worker;
+    r->span = span;
     r->seq = seq;
     r->time = time;
     r->data.ptr = copy;
@@ -519,23 +540,54 @@ static roast_status record_append(roast_agg *agg, roast_id worker, uint64_t seq,
     return ROAST_OK;
 }
 
-roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,
-                                       const char *data, size_t len)
+roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, roast_id span,
+                                       double time, const char *data, size_t len)
 {
     if (len && !data)
         return ROAST_EINVAL;
-    roast_status status = record_append(agg, worker, 0, time, data, len);
+    roast_status status = record_append(agg, worker, span, 0, time, data, len);
     if (status == ROAST_OK)
         agg->counters.records++;
     return status;
 }
 
-roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
-                                      const char *data, size_t len)
+roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, roast_id span, uint64_t seq,
+                                      double time, const char *data, size_t len)
 {
     if (len && !data)
         return ROAST_EINVAL;
-    return record_append(agg, worker, seq, time, data, len);
+    return record_append(agg, worker, span, seq, time, data, len);
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    roast_id x = *(const roast_id *)a, y = *(const roast_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans)
+{
+    if (!agg || !nspans || !spans)
+        return 0;
+    roast_id *sorted = malloc(nspans * sizeof *sorted);
+    if (!sorted)
+        return 0; /* nothing released: the records stay until they age out */
+    memcpy(sorted, spans, nspans * sizeof *sorted);
+    qsort(sorted, nspans, sizeof *sorted, cmp_span);
+    size_t kept = 0;
+    for (size_t i = 0; i < agg->nrecords; i++) {
+        roast_record *r = &agg->records[i];
+        if (bsearch(&r->span, sorted, nspans, sizeof *sorted, cmp_span)) {
+            agg->record_bytes -= record_cost(r);
+            free((char *)r->data.ptr);
+        } else {
+            agg->records[kept++] = *r;
+        }
+    }
+    free(sorted);
+    size_t released = agg->nrecords - kept;
+    agg->nrecords = kept;
+    return released;
 }
 
 /* ---- errors --------------------------------------------------------- */

@@ -18,7 +18,7 @@ roast_status roast_wire_encode_payload(const roast_payload *payload, roast_buf *
     msgpack_packer_init(&pk, &o, wire_out_write);
     msgpack_pack_map(&pk, P_NKEYS);
     wire_pack_key(&pk, "v");
-    msgpack_pack_uint64(&pk, ROAST_WIRE_VERSION);
+    msgpack_pack_uint64(&pk, ROAST_PAYLOAD_VERSION);
     wire_pack_key(&pk, "inc");
     wire_pack_str(&pk, payload->incarnation);
     wire_pack_key(&pk, "seq");
@@ -95,7 +95,7 @@ static roast_status decode_payload_object(const msgpack_object *top, roast_paylo
                                           char *err, size_t errcap)
 {
     const msgpack_object *f[P_NKEYS];
-    roast_status status = wire_check_version(top, "payload", err, errcap);
+    roast_status status = wire_check_version(top, "payload", ROAST_PAYLOAD_VERSION, err, errcap);
     if (status == ROAST_OK)
         status = wire_map_fields(top, payload_keys, f, P_NKEYS, "payload", err, errcap);
     if (status != ROAST_OK)

@@ -35,7 +35,8 @@ static roast_status restore_span(roast_agg *agg, const roast_cell *c)
 
 static roast_status restore_record(roast_agg *agg, const roast_cell *c)
 {
-    return roast_agg_restore_record(agg, c[0].id, c[1].u, c[2].d, c[3].bytes.ptr, c[3].bytes.len);
+    return roast_agg_restore_record(agg, c[0].id, c[1].id, c[2].u, c[3].d, c[4].bytes.ptr,
+                                    c[4].bytes.len);
 }
 
 static roast_status restore_error(roast_agg *agg, const roast_cell *c)
@@ -48,7 +49,7 @@ const roast_table roast_tables[ROAST_NTABLES] = {
     [ROAST_TABLE_TASKS] = {"tasks", "sss" "uuu" "dd" "u" "dd", 1, restore_task},
     [ROAST_TABLE_DIGESTS] = {"digests", "ssssss" "d", 2, restore_digest},
     [ROAST_TABLE_SPANS] = {"spans", "sss", 0, restore_span},
-    [ROAST_TABLE_RECORDS] = {"records", "sudb", -1, restore_record},
+    [ROAST_TABLE_RECORDS] = {"records", "ssudb", 1, restore_record},
     [ROAST_TABLE_ERRORS] = {"errors", "su", -1, restore_error},
 };
 
@@ -99,7 +100,8 @@ static int walk_span(void *ctx, const roast_span_info *s)
 static int walk_record(void *ctx, const roast_record *r)
 {
     row_walk *walk = ctx;
-    roast_cell c[] = {{.id = r->worker}, {.u = r->seq}, {.d = r->time}, {.bytes = r->data}};
+    roast_cell c[] = {{.id = r->worker}, {.id = r->span}, {.u = r->seq}, {.d = r->time},
+                      {.bytes = r->data}};
     return walk->visit(walk->ctx, walk->table, c);
 }
 

@@ -239,7 +239,8 @@ static roast_status dec_header(snap_dec *d, const msgpack_object **f, double *ta
 static roast_status dec_snapshot(snap_dec *d, const msgpack_object *top, double *taken_at)
 {
     const msgpack_object *f[S_NKEYS];
-    roast_status status = wire_check_version(top, "snapshot", d->err, d->errcap);
+    roast_status status =
+        wire_check_version(top, "snapshot", ROAST_SNAPSHOT_VERSION, d->err, d->errcap);
     if (status == ROAST_OK)
         status = wire_map_fields(top, snapshot_keys, f, S_NKEYS, "snapshot", d->err, d->errcap);
     if (status == ROAST_OK)

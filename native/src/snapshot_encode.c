@@ -1,6 +1,6 @@
 /* snapshot_encode: the aggregator as snapshot bytes, filtered by span and time.
  *
- * Layout (ROAST_WIRE_VERSION 1); also in docs/architecture.md, "Snapshot
+ * Layout (ROAST_SNAPSHOT_VERSION 2); also in docs/architecture.md, "Snapshot
  * wire layout". A msgpack map with exactly these keys (readers ignore others):
  *
  *   "v"            1
@@ -22,7 +22,7 @@
  *   "digests"      [[S worker, S context, S span, S prefix, S activity, S unit,
  *                    value], ...]
  *   "spans"        [[S span, S parent, S name], ...]
- *   "records"      [[S worker, uint seq, time, bin data], ...]
+ *   "records"      [[S worker, S span, uint seq, time, bin data], ...]
  *   "errors"       [[S name, uint count], ...]
  *   "counters"     map of the roast_agg_report fields: "events",
  *                  "dropped_events", "hook_calls", "hook_errors",
@@ -38,10 +38,10 @@
  *                  order.
  *
  * Unnamed fields are numbers (any msgpack int or float). Tables list rows in
- * the aggregator's insertion order. The filter drops task and digest rows
- * outside its spans, span rows not in it, and series points outside its time
- * window, and then workers left without points from "series"; workers,
- * records and errors are kept whole. */
+ * the aggregator's insertion order. The filter drops task, digest and record
+ * rows outside its spans, span rows not in it, and series points outside its
+ * time window, and then workers left without points from "series"; workers
+ * and errors are kept whole. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,7 +283,7 @@ static void snap_write(snap_enc *e, double now, const roast_id *workers, size_t 
     roast_agg_report report;
     roast_agg_report_get(e->agg, &report);
     msgpack_pack_map(pk, 14);
-    pack_uint_field(pk, "v", ROAST_WIRE_VERSION);
+    pack_uint_field(pk, "v", ROAST_SNAPSHOT_VERSION);
     wire_pack_key(pk, "taken_at");
     wire_pack_number(pk, now);
     wire_pack_key(pk, "started");

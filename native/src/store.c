@@ -1,7 +1,7 @@
 /* store: the aggregator as a JSON document (cJSON), written and read back
  * exactly. The layout (also in docs/architecture.md, "State file layout"):
  *
- *   {"format": "roastcoffea-native-state", "version": 1,
+ *   {"format": "roastcoffea-native-state", "version": 2,
  *    "started": D, "series_epoch": D, "limits": {7 uint, as in the snapshot},
  *    "workers": [[S address, S name, S incarnation, U restarts, D added,
  *                 D removed, U payloads, U payload_bytes, U last_seq,
@@ -12,7 +12,7 @@
  *    "digests": [[S worker, S context, S span, S prefix, S activity, S unit,
  *                 D value], ...],
  *    "spans":   [[S span, S parent, S name], ...],
- *    "records": [[S worker, U seq, D time, B data], ...],
+ *    "records": [[S worker, S span, U seq, D time, B data], ...],
  *    "errors":  [[S name, U count], ...],
  *    "counters": {the 17 snapshot counters; hook_ns_per_call is a D},
  *    "series":  [[S worker, [point, ...]], ...]}

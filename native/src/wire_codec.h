@@ -65,7 +65,8 @@ roast_status wire_map_fields(const msgpack_object *map, const char *const *names
                              char *err, size_t errcap);
 /* The version is checked before anything else, so that a newer writer's
  * format is reported as such rather than as a missing or mistyped field. */
-roast_status wire_check_version(const msgpack_object *map, const char *what, char *err,
+roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t expected,
+                                  char *err,
                                 size_t errcap);
 
 #endif

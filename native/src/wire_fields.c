@@ -92,8 +92,8 @@ roast_status wire_map_fields(const msgpack_object *map, const char *const *names
 
 /* The version is checked before anything else, so that a newer writer's
  * format is reported as such rather than as a missing or mistyped field. */
-roast_status wire_check_version(const msgpack_object *map, const char *what, char *err,
-                                  size_t errcap)
+roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t expected,
+                                  char *err, size_t errcap)
 {
     const msgpack_object *v = NULL;
     for (uint32_t k = 0; map->type == MSGPACK_OBJECT_MAP && k < map->via.map.size && !v; k++)
@@ -104,10 +104,10 @@ roast_status wire_check_version(const msgpack_object *map, const char *what, cha
     uint64_t version;
     if (!wire_get_uint(v, &version))
         return wire_fail(err, errcap, "%s.v: expected an unsigned integer", what);
-    if (version > ROAST_WIRE_VERSION)
-        return wire_fail(err, errcap, "%s: version %llu is newer than this build's version %d", what,
-                    (unsigned long long)version, ROAST_WIRE_VERSION);
-    if (version != ROAST_WIRE_VERSION)
+    if (version > expected)
+        return wire_fail(err, errcap, "%s: version %llu is newer than this build's version %llu",
+                         what, (unsigned long long)version, (unsigned long long)expected);
+    if (version != expected)
         return wire_fail(err, errcap, "%s: unknown version %llu", what, (unsigned long long)version);
     return ROAST_OK;
 }

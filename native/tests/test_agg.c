@@ -458,45 +458,87 @@ static int collect_record(void *ctx, const roast_record *rec)
     return 0;
 }
 
-/* A restored record is appended as is (seq kept, no deduplication), within the cap. */
+/* A restored record is appended as is (seq and span kept, no deduplication). */
 static void test_restored_records(void)
 {
-    roast_agg_limits lim;
-    roast_agg_limits_default(&lim);
-    lim.record_cap_bytes = 4 * sizeof(roast_record) + 10;
-    roast_agg *copy = roast_agg_new(&lim, 0);
-    roast_id a = put(copy, "tcp://a");
-    CHECK(roast_agg_restore_record(copy, a, 5, 1.0, "ab", 2) == ROAST_OK);
-    CHECK(roast_agg_restore_record(copy, a, 5, 1.0, "ab", 2) == ROAST_OK);
-    CHECK(roast_agg_restore_record(copy, a, 4, 1.0, "ab", 2) == ROAST_OK);
-    CHECK(roast_agg_restore_record(copy, a, 1, 1.0, "abcdefgh", 8) == ROAST_EFULL);
+    roast_agg *copy = roast_agg_new(NULL, 0);
+    roast_id a = put(copy, "tcp://a"), sp = put(copy, "span");
+    CHECK(roast_agg_restore_record(copy, a, sp, 5, 1.0, "ab", 2) == ROAST_OK);
+    CHECK(roast_agg_restore_record(copy, a, sp, 5, 1.0, "ab", 2) == ROAST_OK);
+    CHECK(roast_agg_restore_record(copy, a, ROAST_ID_EMPTY, 4, 1.0, "ab", 2) == ROAST_OK);
     CHECK_EQ_U(roast_agg_counters_get(copy)->records, 0);
     record_list l = {0};
     CHECK(roast_agg_each_record(copy, collect_record, &l) == 0);
     CHECK_EQ_U(l.n, 3);
     CHECK(l.r[0].seq == 5 && l.r[1].seq == 5 && l.r[2].seq == 4);
+    CHECK(l.r[0].span == sp && l.r[2].span == ROAST_ID_EMPTY);
     CHECK_EQ_U(roast_agg_record_bytes(copy), 3 * sizeof(roast_record) + 6);
     roast_agg_free(copy);
 }
 
 static void test_sent_records_are_kept_as_sent(void)
 {
-    roast_agg_limits lim;
-    roast_agg_limits_default(&lim);
-    lim.record_cap_bytes = 2 * sizeof(roast_record) + 6;
-    roast_agg *agg = roast_agg_new(&lim, 0);
-    roast_id a = put(agg, "tcp://a");
+    roast_agg *agg = roast_agg_new(NULL, 0);
+    roast_id a = put(agg, "tcp://a"), sp = put(agg, "span");
     /* no worker row needed, no seq: the event stream never resends */
-    CHECK(roast_agg_add_sent_record(agg, a, 1.0, "abc", 3) == ROAST_OK);
-    CHECK(roast_agg_add_sent_record(agg, a, 1.5, "abc", 3) == ROAST_OK);
-    CHECK(roast_agg_add_sent_record(agg, a, 2.0, "x", 1) == ROAST_EFULL);
-    CHECK(roast_agg_add_sent_record(agg, a, 2.0, NULL, 1) == ROAST_EINVAL);
+    CHECK(roast_agg_add_sent_record(agg, a, sp, 1.0, "abc", 3) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, a, ROAST_ID_EMPTY, 1.5, "abc", 3) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, a, sp, 2.0, NULL, 1) == ROAST_EINVAL);
     CHECK_EQ_U(roast_agg_counters_get(agg)->records, 2);
-    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 1);
     record_list l = {0};
     CHECK(roast_agg_each_record(agg, collect_record, &l) == 0);
     CHECK_EQ_U(l.n, 2);
+    CHECK(l.r[0].span == sp && l.r[1].span == ROAST_ID_EMPTY);
     CHECK(l.r[1].worker == a && l.r[1].seq == 0 && l.r[1].time == 1.5);
+    roast_agg_free(agg);
+}
+
+/* At the cap the oldest records go, down to three quarters of it, each
+ * counted; a record larger than the cap is refused. */
+static void test_full_record_store_drops_the_oldest(void)
+{
+    roast_agg_limits lim;
+    roast_agg_limits_default(&lim);
+    const size_t cost = sizeof(roast_record) + 4;
+    lim.record_cap_bytes = 8 * cost;
+    roast_agg *agg = roast_agg_new(&lim, 0);
+    roast_id a = put(agg, "tcp://a");
+    for (int i = 0; i < 8; i++)
+        CHECK(roast_agg_add_sent_record(agg, a, ROAST_ID_EMPTY, i, "abcd", 4) == ROAST_OK);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 0);
+    CHECK(roast_agg_add_sent_record(agg, a, ROAST_ID_EMPTY, 8, "abcd", 4) == ROAST_OK);
+    record_list l = {0};
+    CHECK(roast_agg_each_record(agg, collect_record, &l) == 0);
+    CHECK_EQ_U(l.n, 6); /* 5 of the old kept, the new one added: 6 * cost <= 3/4 * 8 * cost */
+    CHECK(l.r[0].time == 3.0 && l.r[5].time == 8.0);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 3);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), 6 * cost);
+    char big[512] = {0};
+    CHECK(roast_agg_add_sent_record(agg, a, ROAST_ID_EMPTY, 9, big, sizeof big) == ROAST_EFULL);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 4);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records, 9);
+    roast_agg_free(agg);
+}
+
+/* A collector's exit releases its spans' records; the others stay, in order. */
+static void test_release_records_of_spans(void)
+{
+    roast_agg *agg = roast_agg_new(NULL, 0);
+    roast_id a = put(agg, "tcp://a"), s1 = put(agg, "s1"), s2 = put(agg, "s2"),
+             s3 = put(agg, "s3");
+    roast_id spans[] = {s1, s2, s1, ROAST_ID_EMPTY, s3, s2};
+    for (int i = 0; i < 6; i++)
+        CHECK(roast_agg_add_sent_record(agg, a, spans[i], i, "ab", 2) == ROAST_OK);
+    roast_id release[] = {s3, s1};
+    CHECK_EQ_U(roast_agg_release_records(agg, release, 2), 3);
+    CHECK_EQ_U(roast_agg_release_records(agg, release, 2), 0);
+    CHECK_EQ_U(roast_agg_release_records(agg, NULL, 0), 0);
+    record_list l = {0};
+    CHECK(roast_agg_each_record(agg, collect_record, &l) == 0);
+    CHECK_EQ_U(l.n, 3);
+    CHECK(l.r[0].time == 1.0 && l.r[1].time == 3.0 && l.r[2].time == 5.0);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), 3 * (sizeof(roast_record) + 2));
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 0);
     roast_agg_free(agg);
 }
 
@@ -585,6 +627,8 @@ int main(void)
     RUN(test_spans);
     RUN(test_restored_records);
     RUN(test_sent_records_are_kept_as_sent);
+    RUN(test_full_record_store_drops_the_oldest);
+    RUN(test_release_records_of_spans);
     RUN(test_errors);
     RUN(test_restore_task_and_report);
     return CHECK_DONE();

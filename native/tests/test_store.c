@@ -61,9 +61,9 @@ static roast_agg *tricky_agg(size_t series_cap, int samples)
     CHECK(roast_agg_restore_task(agg, &tk2, &ts2) == ROAST_OK);
     CHECK(roast_agg_set_span(agg, c, ROAST_ID_EMPTY, b) == ROAST_OK);
     CHECK(roast_agg_set_span(agg, uni, c, PUT(agg, "name\x1f" "child")) == ROAST_OK);
-    CHECK(roast_agg_restore_record(agg, a, 1, 1700000002.25, "\0\1\2\3\xff", 5) == ROAST_OK);
-    CHECK(roast_agg_restore_record(agg, a, 2, 1700000002.5, "", 0) == ROAST_OK);
-    CHECK(roast_agg_add_sent_record(agg, b, 0.1 + 0.2, "ab", 2) == ROAST_OK);
+    CHECK(roast_agg_restore_record(agg, a, c, 1, 1700000002.25, "\0\1\2\3\xff", 5) == ROAST_OK);
+    CHECK(roast_agg_restore_record(agg, a, ROAST_ID_EMPTY, 2, 1700000002.5, "", 0) == ROAST_OK);
+    CHECK(roast_agg_add_sent_record(agg, b, uni, 0.1 + 0.2, "ab", 2) == ROAST_OK);
     CHECK(roast_agg_count_error(agg, "bad\xffname", 8, UINT64_MAX - 1) == ROAST_OK);
     CHECK(roast_agg_count_error(agg, "sample", 6, 1) == ROAST_OK);
     for (int i = 0; i < samples; i++) {
@@ -216,7 +216,7 @@ static void test_files(void)
     CHECK(strstr(err, dir) && strstr(err, strerror(EISDIR)));
 
     FILE *f = fopen(path, "w");
-    fputs("{\"format\": \"roastcoffea-native-state\", \"version\": 1}", f);
+    fputs("{\"format\": \"roastcoffea-native-state\", \"version\": 2}", f);
     fclose(f);
     CHECK(roast_store_read(path, &back, err, sizeof err) == ROAST_EMALFORMED);
     CHECK(strstr(err, path) == err && strstr(err, "state: missing key \"started\""));
@@ -262,7 +262,7 @@ static void mutate(int which, cJSON *doc)
     cJSON *counters = cJSON_GetObjectItemCaseSensitive(doc, "counters");
     switch (which) {
     case 0: replace(doc, "format", -1, -1, cJSON_CreateString("other-format")); break;
-    case 1: replace(doc, "version", -1, -1, cJSON_CreateNumber(2)); break;
+    case 1: replace(doc, "version", -1, -1, cJSON_CreateNumber(3)); break;
     case 2: replace(doc, "version", -1, -1, cJSON_CreateTrue()); break;
     case 3: replace(doc, "tasks", -1, -1, cJSON_CreateObject()); break;
     case 4: replace(doc, "tasks", 0, 3, cJSON_CreateString("x")); break;
@@ -275,8 +275,8 @@ static void mutate(int which, cJSON *doc)
     case 11: replace(doc, "tasks", 0, 4, cJSON_CreateString("18446744073709551616")); break;
     case 12: replace(doc, "tasks", 0, 4, cJSON_CreateNumber(1e17)); break;
     case 13: cJSON_DeleteItemFromArray(path(doc, "tasks", 0, -1), 10); break;
-    case 14: replace(doc, "records", 0, 3, cJSON_CreateString("not base64!")); break;
-    case 15: replace(doc, "records", 0, 3, cJSON_CreateString("abc")); break;
+    case 14: replace(doc, "records", 0, 4, cJSON_CreateString("not base64!")); break;
+    case 15: replace(doc, "records", 0, 4, cJSON_CreateString("abc")); break;
     case 16: replace(doc, "digests", 0, 0, cJSON_CreateNumber(3)); break;
     case 17: {
         cJSON *o = cJSON_CreateObject();
@@ -305,7 +305,7 @@ static void test_refuses_wrong_documents(void)
 {
     static const char *expect[] = {
         "state: not a roastcoffea-native-state document (\"format\" is other-format)",
-        "state: version 2 is newer than this build's version 1",
+        "state: version 3 is newer than this build's version 2",
         "state.version: expected an unsigned integer",
         "state.tasks: expected an array",
         "state.tasks[0][3]: expected an unsigned integer",
@@ -318,8 +318,8 @@ static void test_refuses_wrong_documents(void)
         "state.tasks[0][4]: expected an unsigned integer",
         "state.tasks[0][4]: expected an unsigned integer (a string of digits above 2^53)",
         "state.tasks[0]: expected an array of 11",
-        "state.records[0][3]: expected base64 text",
-        "state.records[0][3]: expected base64 text",
+        "state.records[0][4]: expected base64 text",
+        "state.records[0][4]: expected base64 text",
         "state.digests[0][0]: expected a string",
         "state.digests[0][0]: expected a string",
         "state.series[0]: expected [worker, [point, ...]]",

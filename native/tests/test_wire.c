@@ -508,8 +508,8 @@ static roast_agg *rich_agg(size_t series_cap, int samples)
     roast_buf_free(&buf);
     static const roast_str records[] = {{"\x81\xa1k\x01", 4}, {"", 0}, {"with\0nul", 8}};
     for (size_t i = 0; i < 6; i++)
-        CHECK(roast_agg_add_sent_record(agg, i < 3 ? a : b, 1010.0 + (double)i, records[i % 3].ptr,
-                                        records[i % 3].len) == ROAST_OK);
+        CHECK(roast_agg_add_sent_record(agg, i < 3 ? a : b, i % 2 ? s1 : s2, 1010.0 + (double)i,
+                                        records[i % 3].ptr, records[i % 3].len) == ROAST_OK);
     roast_digest_key k = {a, put(agg, "execute"), s3, put(agg, "x"), put(agg, "nan-act"), 0};
     CHECK(roast_agg_set_digest(agg, &k, 0, NAN) == ROAST_OK);
 
@@ -666,6 +666,14 @@ static int count_worker(void *ctx, const roast_worker_info *w)
     return 0;
 }
 
+static int check_record_span(void *ctx, const roast_record *r)
+{
+    span_check *c = ctx;
+    c->n++;
+    c->bad += !id_is(c->agg, r->span, c->want);
+    return 0;
+}
+
 static void test_snapshot_filter_spans(void)
 {
     roast_agg *agg = rich_agg(1 << 20, 10);
@@ -685,6 +693,9 @@ static void test_snapshot_filter_spans(void)
         c.n = 0;
         roast_agg_each_span(copy, check_span_row, &c);
         CHECK(c.n == 1 && c.bad == 0);
+        c.n = 0;
+        roast_agg_each_record(copy, check_record_span, &c);
+        CHECK(c.n == 3 && c.bad == 0); /* records 0, 2 and 4 were made in span-2 */
         int nw = 0;
         roast_agg_each_worker(copy, count_worker, &nw);
         CHECK_EQ_U(nw, 2);
@@ -708,6 +719,9 @@ static void test_snapshot_filter_spans(void)
         roast_agg_each_task(copy, count_task, &nt);
         roast_agg_each_digest(copy, count_digest, &nd);
         CHECK(nt == 0 && nd == 0);
+        span_check none = {copy, "", 0, 0};
+        roast_agg_each_record(copy, check_record_span, &none);
+        CHECK_EQ_U(none.n, 0);
         roast_agg_free(copy);
     }
     roast_buf_free(&buf);
@@ -807,7 +821,7 @@ static void snapshot_mutate(int which, msgpack_object *top)
     case 12: *get_key(top, "series_epoch") = obj_float(999.0); break;
     case 13: drop_key(get_key(top, "counters"), "rows_refused"); break;
     case 14: *get_key(get_key(top, "counters"), "hook_ns_per_call") = obj_str("fast"); break;
-    case 15: *at(at(get_key(top, "records"), 0), 3) = obj_float(1.0); break;
+    case 15: *at(at(get_key(top, "records"), 0), 4) = obj_float(1.0); break;
     case 16: *get_key(top, "digests") = obj_uint(3); break;
     case 17: *at(at(get_key(top, "digests"), 0), 6) = obj_str("1"); break;
     case 18: *get_key(top, "taken_at") = obj_str("now"); break;
@@ -824,7 +838,7 @@ static void snapshot_mutate(int which, msgpack_object *top)
 static void test_snapshot_malformed(void)
 {
     static const char *expect[] = {
-        "snapshot: version 7 is newer than this build's version 1",
+        "snapshot: version 7 is newer than this build's version 2",
         "snapshot: missing key \"series\"",
         "snapshot.strings[1]: expected a string",
         "snapshot.tasks[0]: expected an array of 11",
@@ -839,7 +853,7 @@ static void test_snapshot_malformed(void)
         "snapshot.series_epoch: differs from started",
         "snapshot.counters: missing key \"rows_refused\"",
         "snapshot.counters.hook_ns_per_call: expected a number",
-        "snapshot.records[0][3]: expected bytes",
+        "snapshot.records[0][4]: expected bytes",
         "snapshot.digests: expected an array",
         "snapshot.digests[0][6]: expected a number",
         "snapshot.taken_at: expected a number",

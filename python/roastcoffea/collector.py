@@ -359,7 +359,9 @@ class MetricsCollector(AbstractContextManager):
         t_from, t_to = self._window
         check_reachable(self.client, config.seconds("probe-timeout"))
         timeout = config.seconds("flush-timeout")
-        reply = finish_session(self.client, self.span_id, t_from, t_to, timeout, self.notes)
+        reply = finish_session(
+            self.client, self.span_id, SPAN_NAME, (t_from, t_to), timeout, self.notes
+        )
         self._window = (t_from, reply["t_to"])
         self._flush_seconds = reply["flush_seconds"]
         for address, message in reply["flush"].get("errors", {}).items():

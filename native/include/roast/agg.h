@@ -89,6 +89,7 @@ typedef struct roast_span_info {
 
 typedef struct roast_record {
     roast_id worker;
+    roast_id span;  /* the span of the task that made it; ROAST_ID_EMPTY: none known */
     uint64_t seq;   /* per-worker-incarnation sequence number */
     double time;    /* scheduler clock when received */
     roast_str data; /* owned by the aggregator */
@@ -105,7 +106,7 @@ typedef struct roast_agg_counters {
     uint64_t payload_bytes;
     uint64_t payload_errors;   /* payloads refused as malformed */
     uint64_t records;          /* records kept, ever */
-    uint64_t records_dropped;  /* records refused at the byte cap */
+    uint64_t records_dropped;  /* records lost at the byte cap, the oldest first */
     uint64_t rows_refused;     /* task/digest/worker/span rows refused at their caps */
 } roast_agg_counters;
 
@@ -158,12 +159,19 @@ roast_status roast_agg_set_digest(roast_agg *agg, const roast_digest_key *key,
 roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, roast_id name);
 
 /* Keeps a copy of a record the worker sent once, on its ordered event stream
- * (never resent, so there is nothing to deduplicate; seq is 0); the worker
- * needs no row. Bound: each record counts len + sizeof(roast_record) bytes
- * against limits.record_cap_bytes; a record over the cap is counted in
- * records_dropped and refused (ROAST_EFULL). */
-roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, double time,
-                                       const char *data, size_t len);
+ * (never resent, so there is nothing to deduplicate; seq is 0), made by a
+ * task of `span` (ROAST_ID_EMPTY when none); the worker needs no row. Bound:
+ * each record counts len + sizeof(roast_record) bytes against
+ * limits.record_cap_bytes. A new record that does not fit makes room by
+ * dropping the oldest records down to three quarters of the cap (records of
+ * spans nobody collects age out); each is counted in records_dropped. A
+ * record larger than the cap itself is refused (ROAST_EFULL, counted). */
+roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, roast_id span,
+                                       double time, const char *data, size_t len);
+
+/* Drops the records of the given spans (a collector took them); returns how
+ * many. spans need not be sorted. */
+size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans);
 
 /* Counts a failure under a name (interned). The errors table has no row cap
  * of its own: names are bounded by the intern table (ROAST_EFULL). */
@@ -199,8 +207,8 @@ roast_status roast_agg_restore_task(roast_agg *agg, const roast_task_key *key, c
 roast_status roast_agg_restore_digest(roast_agg *agg, const roast_digest_key *key, double value);
 roast_status roast_agg_restore_worker(roast_agg *agg, const roast_worker_info *info);
 /* Appends a record as is: no seq deduplication, but the byte cap applies. */
-roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, uint64_t seq, double time,
-                                      const char *data, size_t len);
+roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, roast_id span, uint64_t seq,
+                                      double time, const char *data, size_t len);
 roast_status roast_agg_restore_error(roast_agg *agg, roast_id name, uint64_t count);
 
 /* The complete self-report: the counters plus the figures of the series

@@ -17,7 +17,7 @@
 #include "roast/common.h"
 
 #define ROAST_STORE_FORMAT "roastcoffea-native-state"
-#define ROAST_STORE_VERSION 1
+#define ROAST_STORE_VERSION 2 /* 2: records carry their span */
 
 /* Returns a malloc'd NUL-terminated JSON text (free with free()), or NULL on
  * ENOMEM. */

@@ -58,5 +58,15 @@ class SpanTree:
             return [span_id]
         return [s.id for s in span.traverse_spans()]
 
+    def inside(self, span_id: str, tag: str) -> bool:
+        """Whether a span enclosing ``span_id`` (not itself) has the tag ``tag``."""
+        span = self._spans().get(span_id)
+        parent = span.parent if span is not None else None
+        while parent is not None:
+            if parent.name and parent.name[-1] == tag:
+                return True
+            parent = parent.parent
+        return False
+
     def _spans(self) -> dict[str, Any]:
         return self._extension.spans if self._extension is not None else {}

@@ -282,7 +282,10 @@ class RoastPlugin(SchedulerPlugin):
             return
         with self._guard("log_event"):
             if topic == RECORDS_TOPIC:
-                self.aggregator.add_record(msg["worker"], msg["data"], time())
+                span = msg.get("span")
+                self.aggregator.add_record(
+                    msg["worker"], msg["data"], time(), span if isinstance(span, str) else None
+                )
                 self._count_record(msg["data"])
             elif topic == FINAL_STATE_TOPIC:
                 self.aggregator.ingest(msg["worker"], msg["data"], time())
@@ -362,18 +365,32 @@ class RoastPlugin(SchedulerPlugin):
                 logger.warning("roastcoffea: worker plugin setup failed on %s: %r", address, reply)
 
     def _handle_snapshot(
-        self, span_id: str | None = None, t_from: float = 0.0, t_to: float = 0.0
+        self,
+        span_id: str | None = None,
+        t_from: float = 0.0,
+        t_to: float = 0.0,
+        release_unless_inside: str | None = None,
     ) -> bytes:
         """Handler ``roastcoffea_snapshot``: the aggregator as snapshot bytes.
 
-        ``span_id`` keeps that span and its descendants; ``t_from``/``t_to``
-        bound the series (``t_to=0`` is open-ended).
+        ``span_id`` keeps that span and its descendants, records included;
+        ``t_from``/``t_to`` bound the series (``t_to=0`` is open-ended). With
+        ``release_unless_inside`` (a collector's exit), the records of the
+        span's subtree are then dropped, unless an enclosing span carries
+        that tag: an enclosing collector takes them at its own exit.
         """
         with self._guard("snapshot", reraise=True):
             self.aggregator.drain()
             self._running.spans.sync()
             spans = None if span_id is None else self._running.spans.subtree(span_id)
-            return self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
+            data = self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
+            if (
+                span_id is not None
+                and release_unless_inside is not None
+                and not self._running.spans.inside(span_id, release_unless_inside)
+            ):
+                self.aggregator.release_records(spans)
+            return data
 
     async def _handle_flush(
         self, timeout: float | None = None, since: float | None = None

@@ -53,9 +53,9 @@ def _scheduler_open(dask_scheduler: Any) -> dict[str, Any] | None:
 
 
 async def _scheduler_finish(
-    dask_scheduler: Any, span_id: str, t_from: float, t_to: float, timeout: float
+    dask_scheduler: Any, span_id: str, t_from: float, t_to: float, timeout: float, tag: str
 ) -> dict[str, Any] | None:
-    """Run on the scheduler at a collector's exit: sample, flush, snapshot."""
+    """Run on the scheduler at a collector's exit: sample, flush, snapshot, release."""
     tick = _scheduler_tick(dask_scheduler)
     if tick is None:
         return None
@@ -63,7 +63,9 @@ async def _scheduler_finish(
     flushed = await dask_scheduler.handlers[FLUSH_HANDLER](timeout=timeout, since=t_from)
     flush_seconds = dask_time() - start
     t_to = max(t_to, tick["time"]) + WINDOW_PAD
-    data = dask_scheduler.handlers[SNAPSHOT_HANDLER](span_id=span_id, t_from=t_from, t_to=t_to)
+    data = dask_scheduler.handlers[SNAPSHOT_HANDLER](
+        span_id=span_id, t_from=t_from, t_to=t_to, release_unless_inside=tag
+    )
     return {
         "t_to": t_to,
         "flush": flushed,
@@ -139,17 +141,29 @@ def check_reachable(client: Any, timeout: float) -> None:
 
 
 def finish_session(
-    client: Any, span_id: str, t_from: float, t_to: float, timeout: float, notes: list[str]
+    client: Any,
+    span_id: str,
+    tag: str,
+    window: tuple[float, float],
+    timeout: float,
+    notes: list[str],
 ) -> dict[str, Any]:
     """Sample, flush every worker and snapshot the span, in one scheduler call.
+
+    The scheduler then drops the records of the span, which the snapshot
+    carries, unless a span tagged ``tag`` encloses it (another collector's
+    block, which takes them at its own exit): a long-lived cluster does not
+    carry earlier runs' records into later exits.
 
     Parameters
     ----------
     client : distributed.Client
     span_id : str
         The block's span.
-    t_from, t_to : float
-        The block's window (scheduler clock); ``t_to`` is widened to the last
+    tag : str
+        The tag of collectors' spans.
+    window : (float, float)
+        The block's window (scheduler clock); its end is widened to the last
         sample.
     timeout : float
         Seconds the flush waits for each worker.
@@ -168,20 +182,26 @@ def finish_session(
     RuntimeError
         When no RoastPlugin runs on the scheduler.
     """
+    t_from, t_to = window
     try:
         reply = client.run_on_scheduler(
-            _scheduler_finish, span_id=span_id, t_from=t_from, t_to=t_to, timeout=timeout
+            _scheduler_finish,
+            span_id=span_id,
+            t_from=t_from,
+            t_to=t_to,
+            timeout=timeout,
+            tag=tag,
         )
     except Exception as exc:  # e.g. distributed.scheduler.pickle disabled
         notes.append(f"exit through the public RPCs ({type(exc).__name__}: {exc})")
-        reply = _finish_by_rpc(client, span_id, t_from, t_to, timeout)
+        reply = _finish_by_rpc(client, span_id, tag, t_from, t_to, timeout)
     if reply is None:
         raise RuntimeError("no running RoastPlugin on the scheduler (stopped during the block?)")
     return reply
 
 
 def _finish_by_rpc(
-    client: Any, span_id: str, t_from: float, t_to: float, timeout: float
+    client: Any, span_id: str, tag: str, t_from: float, t_to: float, timeout: float
 ) -> dict[str, Any]:
     start = time.perf_counter()
     flushed = flush(client, timeout=timeout, since=t_from)
@@ -191,5 +211,6 @@ def _finish_by_rpc(
         span_id=span_id,
         t_from=float(t_from),
         t_to=float(t_to),
+        release_unless_inside=tag,
     )
     return {"t_to": t_to, "flush": flushed, "flush_seconds": flush_seconds, "snapshot": data}

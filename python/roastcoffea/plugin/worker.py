@@ -461,7 +461,8 @@ class RoastWorkerPlugin(WorkerPlugin):
         if self._worker is None:
             self._count("records_refused")
             return False
-        return self.queue_record(data)
+        span = record.get("span")
+        return self.queue_record(data, span if isinstance(span, str) else None)
 
     def _count(self, name: str) -> None:
         """Add one to a counter (task threads and the event loop both count)."""
@@ -482,17 +483,22 @@ class RoastWorkerPlugin(WorkerPlugin):
         with self._lock:
             return dict(self.counters)
 
-    def queue_record(self, data: bytes) -> bool:
+    def queue_record(self, data: bytes, span: str | None = None) -> bool:
         """Send an opaque instrumentation record to the scheduler.
 
         It goes out at once on the worker's event stream (topic
-        :data:`RECORDS_TOPIC`); the scheduler keeps it once, or counts it in
-        ``records_dropped`` when its record store is at its byte cap.
+        :data:`RECORDS_TOPIC`); the scheduler keeps it with its span until
+        the collector of that span takes it, or until the record store, at
+        its byte cap, drops its oldest records (counted in
+        ``records_dropped``).
 
         Parameters
         ----------
         data : bytes
             The record, opaque to the plugin.
+        span : str, optional
+            The Dask span of the task that made the record: a snapshot of a
+            span carries the records of its subtree only.
 
         Returns
         -------
@@ -510,7 +516,10 @@ class RoastWorkerPlugin(WorkerPlugin):
             raise TypeError(f"queue_record takes bytes, not {type(data).__name__}")
         if self._worker is None:
             raise RuntimeError("RoastWorkerPlugin is not set up on a worker")
-        self._worker.log_event(RECORDS_TOPIC, {"worker": self._worker.address, "data": data})
+        message = {"worker": self._worker.address, "data": data}
+        if span is not None:
+            message["span"] = span
+        self._worker.log_event(RECORDS_TOPIC, message)
         return True
 
     def _payload(self, worker: Any) -> bytes:
