@@ -485,7 +485,9 @@ def test_per_chunk_figures_of_many_chunks_draw_the_same_values_as_steps() -> Non
     _, ax = io.plot_bytes_accessed_per_chunk(records)
     by_label = {p.get_label(): np.asarray(p.get_data().values) for p in ax.patches}
     assert ax.get_ylabel() == "bytes accessed (kiB)"
-    np.testing.assert_allclose(by_label["compressed"] * 2**10, [r["accessed_bytes"] for r in records])
+    np.testing.assert_allclose(
+        by_label["compressed"] * 2**10, [r["accessed_bytes"] for r in records]
+    )
     np.testing.assert_allclose(
         by_label["uncompressed"] * 2**10, [r["accessed_uncompressed_bytes"] for r in records]
     )
