@@ -355,6 +355,24 @@ def test_throughput_sums_overlapping_chunks_and_skips_unmeasured() -> None:
         throughput.plot_throughput_timeline({("b", 0, 10): (1.0, 2.0, None)})
 
 
+def test_throughput_of_many_chunks_is_binned_and_keeps_every_byte() -> None:
+    n = throughput.MAX_THROUGHPUT_STEPS  # 2n boundaries: binned
+    info = {
+        ("f", i, i + 1): (1e9 + 0.7 * i, 1e9 + 0.7 * i + 1.0 + (i % 5) * 0.1, 1e6 * (1 + i % 3))
+        for i in range(n)
+    }
+    _, ax = throughput.plot_throughput_timeline(info)
+    edges, rates = drawn_gbps(ax)
+    assert len(edges) == throughput.THROUGHPUT_BINS + 1
+    assert "mean over" in ax.get_title() and rates[-1] == 0.0
+    sent = sum(b for _, _, b in info.values()) * 8 / 1e9
+    drawn = float(np.sum(np.diff(edges) * np.array(rates[:-1])))
+    assert drawn == pytest.approx(sent, rel=1e-5)  # the figure's times are in microseconds
+    steps, rate, _, _ = throughput._throughput_steps(info)
+    grid, means = throughput._binned(steps, rate, throughput.THROUGHPUT_BINS)
+    assert float(np.sum(np.diff(grid) * means[:-1])) == pytest.approx(sent, rel=1e-12)
+
+
 # -- chunks -----------------------------------------------------------------------------------
 
 
@@ -478,12 +496,11 @@ def test_per_chunk_figures_of_many_chunks_draw_the_same_values_as_steps() -> Non
         for i in range(n)
     ]
     _, ax = io.plot_branch_access_per_chunk(records)
-    steps = [p for p in ax.patches if hasattr(p, "get_data")]
-    assert len(ax.patches) == len(steps) == 2  # one per dataset, not one per chunk
-    drawn = sum(np.asarray(p.get_data().values) for p in steps)
+    assert not ax.patches and len(ax.collections) == 2  # one step polygon per dataset
+    drawn = sum(step_values(c) for c in ax.collections)
     np.testing.assert_array_equal(drawn, [r["num_branches_accessed"] for r in records])
     _, ax = io.plot_bytes_accessed_per_chunk(records)
-    by_label = {p.get_label(): np.asarray(p.get_data().values) for p in ax.patches}
+    by_label = {c.get_label(): step_values(c) for c in ax.collections}
     assert ax.get_ylabel() == "bytes accessed (kiB)"
     np.testing.assert_allclose(
         by_label["compressed"] * 2**10, [r["accessed_bytes"] for r in records]
@@ -491,6 +508,15 @@ def test_per_chunk_figures_of_many_chunks_draw_the_same_values_as_steps() -> Non
     np.testing.assert_allclose(
         by_label["uncompressed"] * 2**10, [r["accessed_uncompressed_bytes"] for r in records]
     )
+
+
+def step_values(collection: Any) -> np.ndarray:
+    """The per-chunk heights of a filled step polygon (chunk i over [i - 0.5, i + 0.5])."""
+    vertices = np.asarray(collection.get_paths()[0].vertices)
+    closing = len(vertices) % 2  # a closed polygon repeats its first vertex at the end
+    tops = vertices[1 : len(vertices) - 1 - closing]
+    assert np.array_equal(tops[0::2, 0] + 1, tops[1::2, 0])  # each step one chunk wide
+    return tops[0::2, 1]
 
 
 # -- per task ---------------------------------------------------------------------------------

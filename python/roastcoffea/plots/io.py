@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import COLORS, figure, finite, label_axes, new_figure, require_key
@@ -103,8 +104,16 @@ MAX_CHUNK_BARS = 1000
 
 
 def _chunk_steps(ax: Axes, values: np.ndarray, **style: Any) -> None:
-    """Per-chunk values as one filled step line, chunk i spanning [i - 0.5, i + 0.5]."""
-    ax.stairs(values, np.arange(len(values) + 1) - 0.5, fill=True, linewidth=0, **style)
+    """Per-chunk values as one filled step polygon, chunk i spanning [i - 0.5, i + 0.5].
+
+    A collection, not a patch: matplotlib sizes the axes from a collection's
+    vertices at once, but walks a patch's outline segment by segment.
+    """
+    edges = np.arange(len(values) + 1) - 0.5
+    top = np.column_stack([np.repeat(edges, 2)[1:-1], np.repeat(values, 2)])
+    outline = np.vstack([[edges[0], 0.0], top, [edges[-1], 0.0]])
+    ax.add_collection(PolyCollection([outline], linewidth=0, **style))
+    ax.autoscale_view()
 
 
 @figure(figsize=(12, 6), title="Branches Accessed Per Chunk")
@@ -132,7 +141,7 @@ def plot_branch_access_per_chunk(
     fig, ax = new_figure(figsize)
     if len(records) > MAX_CHUNK_BARS:
         for i in range(len(datasets)):
-            _chunk_steps(ax, np.where(index == i, branches, 0.0), color=COLORS[i % len(COLORS)])
+            _chunk_steps(ax, np.where(index == i, branches, 0.0), facecolor=COLORS[i % len(COLORS)])
     else:
         colors = [COLORS[i % len(COLORS)] for i in index]
         ax.bar(np.arange(len(records)), branches, color=colors, label="branches")
@@ -171,8 +180,8 @@ def plot_bytes_accessed_per_chunk(
     x = np.arange(len(records))
     fig, ax = new_figure(figsize)
     if len(records) > MAX_CHUNK_BARS:
-        _chunk_steps(ax, uncompressed / factor, color=COLORS[1], label="uncompressed")
-        _chunk_steps(ax, compressed / factor, color=COLORS[0], label="compressed")
+        _chunk_steps(ax, uncompressed / factor, facecolor=COLORS[1], label="uncompressed")
+        _chunk_steps(ax, compressed / factor, facecolor=COLORS[0], label="compressed")
     else:
         ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
         ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")

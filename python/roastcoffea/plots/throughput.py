@@ -113,6 +113,25 @@ def _throughput_steps(
     return edges, rate, unmeasured, instant
 
 
+#: Beyond this many chunk boundaries the throughput is drawn as its exact mean over
+#: THROUGHPUT_BINS equal time bins: a figure is a few thousand pixels wide, and the
+#: full step function would take seconds to render for the same picture.
+MAX_THROUGHPUT_STEPS = 4000
+THROUGHPUT_BINS = 1000
+
+
+def _binned(edges: np.ndarray, rate: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The step function's mean over ``bins`` equal bins: (bin edges, mean rates).
+
+    The integral of a step function is piecewise linear between its edges, so
+    interpolating it at the bin edges gives each bin's bytes exactly.
+    """
+    integral = np.concatenate([[0.0], np.cumsum(rate[:-1] * np.diff(edges))])
+    grid = np.linspace(edges[0], edges[-1], bins + 1)
+    means = np.diff(np.interp(grid, edges, integral)) / np.diff(grid)
+    return grid, np.append(means, 0.0)
+
+
 def _rate_unit(peak_gbps: float) -> tuple[float, str]:
     """A bit-rate unit suited to rates up to ``peak_gbps``: (factor from Gbit/s, name)."""
     for factor, name in ((1.0, "Gbps"), (1e3, "Mbps"), (1e6, "kbps")):
@@ -141,7 +160,10 @@ def plot_throughput_timeline(
     Each chunk reads at the constant rate ``bytes_read * 8 / 1e9 / duration``
     between its ``t_start`` and ``t_end``; the plot is the sum of the rates of
     the chunks running at each moment, a step function that changes at chunk
-    boundaries only (no sampling). ``bytes_read`` counts the bytes requested
+    boundaries only (no sampling). Beyond :data:`MAX_THROUGHPUT_STEPS` chunk
+    boundaries it is drawn as its exact mean over :data:`THROUGHPUT_BINS` equal
+    time bins (the bytes of each bin over its length), and the title says so.
+    ``bytes_read`` counts the bytes requested
     during ``process()``. Chunks whose ``bytes_read`` is None (unmeasured) or
     that have no duration are left out, and a note on the plot says how many.
     With ``tracking_data``, the number of workers (its ``worker_counts``) is
@@ -183,6 +205,10 @@ def plot_throughput_timeline(
         if tracking_data is None
         else require_key(tracking_data, "worker_counts", "tracking_data")
     )
+    if len(edges) > MAX_THROUGHPUT_STEPS:
+        edges, rate = _binned(edges, rate, THROUGHPUT_BINS)
+        width = (edges[1] - edges[0]) if len(edges) > 1 else 0.0
+        title = f"{title} (mean over {width:.3g} s bins)"
     times = [to_datetime(t) for t in edges]
     scale, unit = _rate_unit(float(rate.max()))
     fig, ax = new_figure(figsize)
