@@ -81,7 +81,7 @@ def plot_phase_timeline(phase_records: PhaseRecords, figsize: Size, title: str) 
         x0, x1 = lefts[drawn, k], lefts[drawn, k] + widths[drawn, k]
         y0, y1 = rows[drawn] - 0.35, rows[drawn] + 0.35
         boxes = np.stack([np.column_stack(c) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
-        ax.add_collection(PolyCollection(boxes, facecolors=PHASE_COLORS[phase], linewidth=0))
+        ax.add_collection(PolyCollection(list(boxes), facecolors=PHASE_COLORS[phase], linewidth=0))
     ax.set_xlim(0, float(np.max(starts + widths.sum(axis=1))) * 1.01 or 1.0)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)), [_lane_label(w, t, lanes) for w, t in lanes], fontsize="small")
