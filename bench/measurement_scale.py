@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from common import machine, table, verdict
-from scale import SPAN, busy_digests
+from scale import SPAN, busy_digests, chunk_fields
 
 from roastcoffea import _native
 from roastcoffea.measurement import load_measurement, save_measurement
@@ -36,7 +36,7 @@ from roastcoffea.report.html import write_report
 T0 = 1.7e9
 WORKERS = ("tcp://10.0.0.1:8786", "tcp://10.0.0.2:8786")
 PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
-EVENTS = 100_000
+EVENTS = 100_000  # per chunk, as scale.chunk_fields writes
 
 
 def snapshot(seconds: float) -> dict[str, Any]:
@@ -54,41 +54,11 @@ def snapshot(seconds: float) -> dict[str, Any]:
     return agg.to_dict()
 
 
-def chunk(i: int, n: int) -> dict[str, Any]:
-    start = T0 + 2 + i * 2 / len(WORKERS)
-    return {
-        "kind": "chunk",
-        "v": 1,
-        "task_key": f"processor-4f2a9c-{i:08x}",
-        "prefix": "processor-4f2a9c",
-        "worker": WORKERS[i % 2],
-        "span": SPAN,
-        "dataset": ("dijet", "dimuon", "z_window")[i % 3],
-        "file": f"/data/nano_{i % 40:03d}.root",
-        "treename": "Events",
-        "entry_start": (i // 40) * EVENTS,
-        "entry_stop": (i // 40 + 1) * EVENTS,
-        "uuid": f"6f1c8b3e-3c55-11ee-be56-{i % 40:012x}",
-        "num_events": EVENTS,
-        "t_start": start,
-        "t_end": start + 1.2 + (i % 13) * 0.01,
-        "duration": 1.2 + (i % 13) * 0.01,
-        "process_cpu_s": 1.1,
-        "task_start": start - 0.1,
-        "task_end": start + 1.35,
-        "task_duration": 1.45,
-        "mem_before_mb": 812.5,
-        "mem_after_mb": 830.1,
-        "mem_delta_mb": 17.6,
-        "bytes_read": 8_500_000,
-        "bytes_read_task": 8_560_000,
-        "instrument_bytes": 4_000,
-        "accessed_branches": [f"Branch_{b}" for b in range(24)],
-        "num_branches_accessed": 24,
-        "accessed_bytes": 8_400_000 + i % 1000,
-        "accessed_uncompressed_bytes": 18_000_000 + i % 1000,
-        "unavailable": {},
-    }
+def chunk(i: int) -> dict[str, Any]:
+    """Chunk ``i`` of two workers running one chunk at a time each."""
+    record = chunk_fields(i, T0 + 2 + i * 2 / len(WORKERS))
+    record["worker"] = WORKERS[i % len(WORKERS)]
+    return record
 
 
 def phase_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +91,7 @@ def timed(step: Any) -> tuple[float, Any]:
 
 
 def one_size(n: int, root: Path) -> dict[str, float]:
-    chunks = [chunk(i, n) for i in range(n)]
+    chunks = [chunk(i) for i in range(n)]
     phases = [phase_record(c) for c in chunks]
     seconds = chunks[-1]["t_end"] - T0
     inputs = MetricsInputs(

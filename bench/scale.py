@@ -227,43 +227,41 @@ def task_scale(n_tasks: int) -> dict[str, float]:
     return {"hook_cpu": cpu, "calls": calls, "snapshot_bytes": len(data)}
 
 
-def chunk_record(i: int) -> bytes:
+def chunk_fields(i: int, start: float) -> dict[str, Any]:
     """A chunk record of the demo's shape (the keys and sizes the decorator writes)."""
-    return encode_record(
-        {
-            "kind": "chunk",
-            "v": 1,
-            "task_key": f"processor-4f2a9c-{i:08x}",
-            "prefix": "processor-4f2a9c",
-            "worker": WORKERS[i % len(WORKERS)],
-            "span": SPAN,
-            "dataset": ("dijet", "dimuon", "z_window")[i % 3],
-            "file": f"/data/nano_{i % 40:03d}.root",
-            "treename": "Events",
-            "entry_start": (i % 20) * 100_000,
-            "entry_stop": (i % 20 + 1) * 100_000,
-            "uuid": "6f1c8b3e-3c55-11ee-be56-0242ac120002",
-            "num_events": 100_000,
-            "t_start": 1.7e9 + i,
-            "t_end": 1.7e9 + i + 1.2,
-            "duration": 1.2,
-            "process_cpu_s": 1.1,
-            "task_start": 1.7e9 + i - 0.1,
-            "task_end": 1.7e9 + i + 1.3,
-            "task_duration": 1.4,
-            "mem_before_mb": 812.5,
-            "mem_after_mb": 830.1,
-            "mem_delta_mb": 17.6,
-            "bytes_read": 8_500_000,
-            "bytes_read_task": 8_560_000,
-            "instrument_bytes": 4_000,
-            "accessed_branches": [f"Branch_{b}" for b in range(24)],
-            "num_branches_accessed": 24,
-            "accessed_bytes": 8_400_000,
-            "accessed_uncompressed_bytes": 18_000_000,
-            "unavailable": {},
-        }
-    )
+    return {
+        "kind": "chunk",
+        "v": 1,
+        "task_key": f"processor-4f2a9c-{i:08x}",
+        "prefix": "processor-4f2a9c",
+        "worker": WORKERS[i % len(WORKERS)],
+        "span": SPAN,
+        "dataset": ("dijet", "dimuon", "z_window")[i % 3],
+        "file": f"/data/nano_{i % 40:03d}.root",
+        "treename": "Events",
+        "entry_start": (i // 40) * 100_000,
+        "entry_stop": (i // 40 + 1) * 100_000,
+        "uuid": f"6f1c8b3e-3c55-11ee-be56-{i % 40:012x}",
+        "num_events": 100_000,
+        "t_start": start,
+        "t_end": start + 1.2 + (i % 13) * 0.01,
+        "duration": 1.2 + (i % 13) * 0.01,
+        "process_cpu_s": 1.1,
+        "task_start": start - 0.1,
+        "task_end": start + 1.35,
+        "task_duration": 1.45,
+        "mem_before_mb": 812.5,
+        "mem_after_mb": 830.1,
+        "mem_delta_mb": 17.6,
+        "bytes_read": 8_500_000,
+        "bytes_read_task": 8_560_000,
+        "instrument_bytes": 4_000,
+        "accessed_branches": [f"Branch_{b}" for b in range(24)],
+        "num_branches_accessed": 24,
+        "accessed_bytes": 8_400_000 + i % 1000,
+        "accessed_uncompressed_bytes": 18_000_000 + i % 1000,
+        "unavailable": {},
+    }
 
 
 def chunk_scale(n_chunks: int) -> dict[str, float]:
@@ -272,7 +270,7 @@ def chunk_scale(n_chunks: int) -> dict[str, float]:
     The scheduler keeps records up to its byte cap (64 MiB by default) and
     counts the rest as dropped.
     """
-    records = [chunk_record(i) for i in range(n_chunks)]
+    records = [encode_record(chunk_fields(i, 1.7e9 + i)) for i in range(n_chunks)]
     agg = _native.Aggregator(started=1.7e9)
     cpu, _ = cpu_of(
         lambda: [agg.add_record(WORKERS[i % 8], r, 1.7e9 + i) for i, r in enumerate(records)]

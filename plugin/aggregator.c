@@ -29,7 +29,9 @@ static int agg_traverse(PyObject *op, visitproc visit, void *arg)
 
 static int agg_clear(PyObject *op)
 {
-    roastpy_span_lookup_clear(&((Aggregator *)op)->spans);
+    Aggregator *self = (Aggregator *)op;
+    roastpy_span_lookup_clear(&self->spans);
+    Py_CLEAR(self->last_key);
     return 0;
 }
 

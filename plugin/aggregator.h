@@ -9,6 +9,8 @@ typedef struct {
     PyObject_HEAD
     roast_agg *agg;
     roast_ring *ring;
+    PyObject *last_key;   /* the last key (first element) split, held; NULL: none */
+    roast_id last_prefix; /* its prefix */
     roastpy_span_lookup spans; /* set_span_lookup */
     roast_id other;        /* interned "Other" */
     size_t drain_above;    /* ring size above which the hook drains (3/4 full) */

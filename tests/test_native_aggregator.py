@@ -186,7 +186,7 @@ def test_hook_prefixes_follow_key_split() -> None:
     assert agg.hook_errors == 0
     for _, prefix in keys:
         assert prefixes[prefix]["transitions"] >= 1
-    for key, _ in keys:  # second time: the interned prefix is found again
+    for key, _ in keys:  # second time: split again, or the held last key
         agg.transition(key, "waiting", "released", stimulus_id="s")
     again = agg.to_dict()["prefixes"]
     for _, prefix in keys:

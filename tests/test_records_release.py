@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from distributed import Client, LocalCluster, span
-from measured_run import MeasuredProcessor, cms_fileset, dask_runner
+from measured_run import MeasuredProcessor, cms_fileset, dask_runner, measure
 
 from roastcoffea import MetricsCollector
 from roastcoffea.plugin import snapshot
@@ -27,14 +27,8 @@ def held_records(client: Client) -> list[dict[str, Any]]:
     return decode_records(snapshot(client, flush=False)["records"])
 
 
-def run_measured(client: Client, cms_data: Path) -> MetricsCollector:
-    runner = dask_runner(client)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with MetricsCollector(client, live=False) as collector:
-            _, report = runner(cms_fileset(cms_data), MeasuredProcessor(), treename="Events")
-            collector.set_coffea_report(report)
-    return collector
+def run_measured(client: Client, cms_data: Path, tmp_path: Path) -> MetricsCollector:
+    return measure(client, cms_data, tmp_path).collector
 
 
 @pytest.fixture
@@ -42,10 +36,12 @@ def fresh(make_cluster: Callable[..., tuple[LocalCluster, Client]]) -> Client:
     return make_cluster()[1]
 
 
-def test_consecutive_runs_carry_their_own_records_only(fresh: Client, cms_data: Path) -> None:
-    first = run_measured(fresh, cms_data)
+def test_consecutive_runs_carry_their_own_records_only(
+    fresh: Client, cms_data: Path, tmp_path: Path
+) -> None:
+    first = run_measured(fresh, cms_data, tmp_path / "first")
     assert held_records(fresh) == []  # the exit released them
-    second = run_measured(fresh, cms_data)
+    second = run_measured(fresh, cms_data, tmp_path / "second")
     assert held_records(fresh) == []
     for collector in (first, second):
         chunks = collector.coffea_report["chunks"]
@@ -59,10 +55,10 @@ def test_consecutive_runs_carry_their_own_records_only(fresh: Client, cms_data: 
 
 
 def test_a_nested_collector_leaves_its_records_to_the_enclosing_one(
-    fresh: Client, cms_data: Path
+    fresh: Client, cms_data: Path, tmp_path: Path
 ) -> None:
     with MetricsCollector(fresh, live=False) as outer:
-        inner = run_measured(fresh, cms_data)
+        inner = run_measured(fresh, cms_data, tmp_path)
         assert len(inner.chunk_metrics) == inner.coffea_report["chunks"]
         assert held_records(fresh)  # kept for the enclosing collector
     assert len(outer.chunk_metrics) == len(inner.chunk_metrics)
@@ -70,7 +66,7 @@ def test_a_nested_collector_leaves_its_records_to_the_enclosing_one(
 
 
 def test_records_of_spans_nobody_collects_stay_until_collected_or_aged_out(
-    fresh: Client, cms_data: Path
+    fresh: Client, cms_data: Path, tmp_path: Path
 ) -> None:
     runner = dask_runner(fresh)
     with warnings.catch_warnings():
@@ -81,7 +77,7 @@ def test_records_of_spans_nobody_collects_stay_until_collected_or_aged_out(
             _, report = runner(cms_fileset(cms_data), MeasuredProcessor(), treename="Events")
     held = [r for r in held_records(fresh) if r["kind"] == "chunk"]
     assert len(held) == report["chunks"]
-    collector = run_measured(fresh, cms_data)
+    collector = run_measured(fresh, cms_data, tmp_path)
     assert len(collector.chunk_metrics) == collector.coffea_report["chunks"]
     still = [r for r in held_records(fresh) if r["kind"] == "chunk"]
     assert len(still) == report["chunks"]  # another span's: not this exit's to release

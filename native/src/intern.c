@@ -10,6 +10,8 @@
  * stale. */
 #include "roast/intern.h"
 
+#include "mix.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,23 +123,14 @@ void roast_intern_free(roast_intern *t)
     free(t);
 }
 
-static uint64_t mix64(uint64_t x) /* the splitmix64 finalizer */
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 /* The memo's hash of a string of at most MEMO_BYTES bytes. */
 static uint64_t memo_hash(const char *s, size_t len)
 {
-    uint64_t h = mix64(len);
+    uint64_t h = roast_mix64(len);
     for (size_t i = 0; i < len; i += 8) {
         uint64_t word = 0;
         memcpy(&word, s + i, len - i < 8 ? len - i : 8);
-        h = mix64(h ^ word);
+        h = roast_mix64(h ^ word);
     }
     return h;
 }

@@ -30,11 +30,11 @@
  * which are contiguous in the key: two byte ranges of the key. */
 #include "roast/keysplit.h"
 
+#include "mix.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
 
 static const char OTHER[] = "Other";
 static const char DATA[] = "data";
@@ -232,29 +232,44 @@ roast_status roast_key_split(const char *key, size_t len, const roast_charclass 
 
 /* ---- the cache ---------------------------------------------------------- */
 
-typedef struct cache_entry {
-    UT_hash_handle hh;
+/* Direct-mapped: a key has one slot, of one cache line holding the key
+ * itself. The hook runs between pieces of the scheduler's own work, which
+ * evict our memory from the CPU caches: a lookup must cost one miss, not a
+ * walk along a hash chain. A key takes its slot from whoever held it; keys
+ * longer than CACHED_BYTES are split every time. */
+#define CACHED_BYTES 48u
+
+typedef struct cache_slot {
+    uint64_t hash;
+    uint32_t len; /* 0: empty (the empty key is never cached) */
     roast_id prefix;
-    size_t len;
-    char key[]; /* len bytes */
-} cache_entry;
+    char key[CACHED_BYTES];
+} cache_slot;
+
+_Static_assert(sizeof(cache_slot) == 64, "a cache slot is one cache line");
 
 struct roast_keysplit_cache {
-    cache_entry *entries; /* uthash head; insertion order, so the head is the oldest */
-    uint32_t count;
-    uint32_t max_entries;
+    cache_slot *slots;
+    uint32_t mask; /* slots - 1, a power of two minus one */
     roast_charclass cc;
     uint64_t hits, misses, evictions;
 };
 
 roast_keysplit_cache *roast_keysplit_cache_new(uint32_t max_entries, const roast_charclass *cc)
 {
-    if (max_entries == 0 || !cc)
+    if (max_entries == 0 || max_entries > (1u << 30) || !cc)
         return NULL;
+    uint32_t slots = 1;
+    while (slots < max_entries)
+        slots <<= 1;
     roast_keysplit_cache *cache = calloc(1, sizeof *cache);
-    if (!cache)
+    if (cache)
+        cache->slots = calloc(slots, sizeof *cache->slots);
+    if (!cache || !cache->slots) {
+        free(cache);
         return NULL;
-    cache->max_entries = max_entries;
+    }
+    cache->mask = slots - 1;
     cache->cc = *cc;
     return cache;
 }
@@ -263,41 +278,25 @@ void roast_keysplit_cache_free(roast_keysplit_cache *cache)
 {
     if (!cache)
         return;
-    cache_entry *e, *next;
-    HASH_ITER(hh, cache->entries, e, next) {
-        HASH_DELETE(hh, cache->entries, e);
-        free(e);
-    }
+    free(cache->slots);
     free(cache);
 }
 
-/* uthash buckets by the low bits of a 32-bit hash value. */
-static unsigned fold_hash(uint64_t hash) { return (unsigned)(hash ^ (hash >> 32)); }
+static cache_slot *slot_of(const roast_keysplit_cache *cache, uint64_t hash)
+{
+    return &cache->slots[(hash ^ (hash >> 32)) & cache->mask];
+}
 
-/* Remembers key -> prefix, evicting the oldest entry at the bound. A failed
- * allocation only means the key is not cached. */
-static void cache_put(roast_keysplit_cache *cache, const char *key, size_t len, unsigned hv,
+static void cache_put(roast_keysplit_cache *cache, const char *key, size_t len, uint64_t hash,
                       roast_id prefix)
 {
-    if (cache->count == cache->max_entries) {
-        cache_entry *oldest = cache->entries;
-        HASH_DELETE(hh, cache->entries, oldest);
-        free(oldest);
-        cache->count--;
+    cache_slot *slot = slot_of(cache, hash);
+    if (slot->len)
         cache->evictions++;
-    }
-    cache_entry *e = malloc(sizeof *e + len);
-    if (!e)
-        return;
-    memcpy(e->key, key, len);
-    e->len = len;
-    e->prefix = prefix;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, cache->entries, e->key, e->len, hv, e);
-    if (!e->hh.tbl) { /* uthash could not grow its table: not added */
-        free(e);
-        return;
-    }
-    cache->count++;
+    slot->hash = hash;
+    slot->len = (uint32_t)len;
+    slot->prefix = prefix;
+    memcpy(slot->key, key, len);
 }
 
 roast_status roast_keysplit_cached(roast_keysplit_cache *cache, roast_intern *strings,
@@ -306,14 +305,15 @@ roast_status roast_keysplit_cached(roast_keysplit_cache *cache, roast_intern *st
     if (!cache || !strings || !prefix || (len && !key))
         return ROAST_EINVAL;
     if (len == 0)
-        key = ""; /* the empty key may come as NULL; uthash compares with memcmp */
-    unsigned hv = fold_hash(hash);
-    cache_entry *e = NULL;
-    HASH_FIND_BYHASHVALUE(hh, cache->entries, key, len, hv, e);
-    if (e) {
-        cache->hits++;
-        *prefix = e->prefix;
-        return ROAST_OK;
+        key = ""; /* the empty key may come as NULL */
+    bool cacheable = len > 0 && len <= CACHED_BYTES;
+    if (cacheable) {
+        const cache_slot *slot = slot_of(cache, hash);
+        if (slot->len == len && slot->hash == hash && memcmp(slot->key, key, len) == 0) {
+            cache->hits++;
+            *prefix = slot->prefix;
+            return ROAST_OK;
+        }
     }
     cache->misses++;
     char small[256];
@@ -327,39 +327,30 @@ roast_status roast_keysplit_cached(roast_keysplit_cache *cache, roast_intern *st
         st = roast_intern_put_foldable(strings, buf, n, prefix);
     if (buf != small)
         free(buf);
-    if (st == ROAST_OK)
-        cache_put(cache, key, len, hv, *prefix);
+    if (st == ROAST_OK && cacheable)
+        cache_put(cache, key, len, hash, *prefix);
     return st;
 }
 
 /* ---- hashing ------------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t x) /* the splitmix64 finalizer */
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 /* Eight bytes at a time, each word mixed before it is combined, the length
  * folded into the seed so that trailing zero bytes change the hash. Values
  * depend on the byte order of the machine; they never leave the process. */
 uint64_t roast_keysplit_hash(const char *key, size_t len)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ mix64(len);
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ roast_mix64(len);
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t word;
         memcpy(&word, key + i, 8);
-        h = (h ^ mix64(word)) * 0xFF51AFD7ED558CCDull;
+        h = (h ^ roast_mix64(word)) * 0xFF51AFD7ED558CCDull;
         h = (h << 31) | (h >> 33);
     }
     uint64_t rest = 0;
     if (i < len)
         memcpy(&rest, key + i, len - i);
-    return mix64(h ^ mix64(rest ^ 0x2545F4914F6CDD1Dull));
+    return roast_mix64(h ^ roast_mix64(rest ^ 0x2545F4914F6CDD1Dull));
 }
 
 uint64_t roast_keysplit_cache_hits(const roast_keysplit_cache *cache) { return cache->hits; }

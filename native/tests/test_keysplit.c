@@ -206,11 +206,9 @@ static void test_hash(void)
 static void test_cache_counts_and_agrees(void)
 {
     roast_intern *strings = roast_intern_new(1 << 12);
-    roast_keysplit_cache *cache = roast_keysplit_cache_new(3, &roast_charclass_ascii);
+    roast_keysplit_cache *cache = roast_keysplit_cache_new(1024, &roast_charclass_ascii);
     CHECK(roast_keysplit_cache_new(0, &roast_charclass_ascii) == NULL);
     const char *keys[] = {"x-1", "hello-world-1", "('x-2', 1)", "x-1", "<lambda>", "x-1", "hello-world-1"};
-    /* x-1 miss, hello miss, ('x-2' miss, x-1 hit, <lambda> miss (evicts x-1),
-     * x-1 miss (evicts hello), hello miss (evicts ('x-2')). */
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         size_t len = strlen(keys[i]);
         roast_id id;
@@ -222,9 +220,10 @@ static void test_cache_counts_and_agrees(void)
         roast_str got = roast_intern_get(strings, id);
         CHECK(got.len == n && memcmp(got.ptr, out, n) == 0);
     }
-    CHECK_EQ_U(roast_keysplit_cache_hits(cache), 1);
-    CHECK_EQ_U(roast_keysplit_cache_misses(cache), 6);
-    CHECK_EQ_U(roast_keysplit_cache_evictions(cache), 3);
+    /* 4 distinct keys: the repeats hit unless two of them share a slot */
+    uint64_t hits = roast_keysplit_cache_hits(cache), misses = roast_keysplit_cache_misses(cache);
+    CHECK_EQ_U(hits + misses, 7);
+    CHECK_EQ_U(misses, 4 + roast_keysplit_cache_evictions(cache));
     roast_keysplit_cache_free(cache);
     roast_intern_free(strings);
 }
@@ -250,7 +249,8 @@ static void test_cache_at_scale(void)
     CHECK_EQ_U(bad, 0);
     CHECK_EQ_U(roast_keysplit_cache_hits(cache), 3000);
     CHECK_EQ_U(roast_keysplit_cache_misses(cache), 3000);
-    CHECK_EQ_U(roast_keysplit_cache_evictions(cache), 2000);
+    /* 3000 keys in 1024 slots: at least 3000 - 1024 took a slot from another */
+    CHECK(roast_keysplit_cache_evictions(cache) >= 3000 - 1024);
     /* A caller-supplied hash works the same; a colliding hash still finds
      * the right key, because keys are compared byte for byte. */
     roast_id a, b;

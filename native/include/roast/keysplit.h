@@ -6,8 +6,10 @@
  * cases are the caller's (see plugin/): tuple -> first element, bytes ->
  * strict UTF-8 decode, anything else -> "Other".
  *
- * Results are cached by key in a bounded table with first-in first-out
- * eviction (dask uses an LRU of 100,000). */
+ * Results are cached by key in a direct-mapped table of at least
+ * max_entries one-line slots (dask uses an LRU of 100,000); a key takes its
+ * slot from the key that held it, and keys longer than 48 bytes are split
+ * every time. */
 #ifndef ROAST_KEYSPLIT_H
 #define ROAST_KEYSPLIT_H
 
