@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--tasks", type=int, default=20_000, help="tasks per round")
+    parser.add_argument("--quick", action="store_true", help="3 rounds of 5,000 tasks")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.tasks = 3, 5_000
     print(machine())
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "scheduler.json"

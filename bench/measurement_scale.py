@@ -120,7 +120,10 @@ def one_size(n: int, root: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--chunks", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--quick", action="store_true", help="1,000 chunks only")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.chunks = [1_000]
     print(machine())
     print()
     rows, results = [], {}

@@ -25,6 +25,9 @@ BENCHMARKS = (
     "collector_overhead.py",
     "instrument_cost.py",
     "phase_cost.py",
+    "insitu_cost.py",
+    "scale.py",
+    "measurement_scale.py",
 )
 
 

@@ -299,7 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--periods", type=int, default=3, help="heartbeat periods of sampler ticks timed"
     )
+    parser.add_argument("--quick", action="store_true", help="the smallest sizes only")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.workers, args.tasks, args.chunks = [2, 100], [10_000], [1_000]
     logging.getLogger("distributed").setLevel(logging.ERROR)
     print(machine())
     print()
