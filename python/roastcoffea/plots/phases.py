@@ -98,9 +98,13 @@ def _seconds(value: Any) -> float:
 
 
 def _lane_label(worker: str, thread: int, lanes: list[tuple[str, int]]) -> str:
+    """The worker's port (its host too when ports repeat), and the thread's rank."""
     threads = [t for w, t in lanes if w == worker]
-    name = worker.rsplit(":", 1)[-1] if "://" in worker else worker
-    return f":{name} t{threads.index(thread)}" if len(threads) > 1 else f":{name}"
+    ports = {w.rsplit(":", 1)[-1] for w, _ in lanes}
+    workers = {w for w, _ in lanes}
+    address = worker.split("://", 1)[-1]
+    name = f":{address.rsplit(':', 1)[-1]}" if len(ports) == len(workers) else address
+    return f"{name} t{threads.index(thread)}" if len(threads) > 1 else name
 
 
 def _share_matrix(table: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[str], Any]:
