@@ -291,6 +291,38 @@ def chunk_scale(n_chunks: int) -> dict[str, float]:
     }
 
 
+def section(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    print(title)
+    print(table(headers, rows))
+    print()
+
+
+def task_row(n: int, r: dict[str, float]) -> list[str]:
+    return [
+        f"{n:,}",
+        f"{r['calls']:,}",
+        f"{r['hook_cpu']:.2f}",
+        f"{r['hook_cpu'] / n * 1e6:.2f}",
+        f"{r['hook_cpu'] / r['calls'] * 1e9:.0f}",
+        f"{r['snapshot_bytes'] / 1e3:.1f}",
+    ]
+
+
+def chunk_row(n: int, r: dict[str, float]) -> list[str]:
+    held = r["held"]
+    return [
+        f"{n:,}",
+        f"{held:,}",
+        f"{r['dropped']:,}",
+        f"{r['add_cpu'] / n * 1e6:.2f}",
+        f"{r['snapshot_bytes'] / 1e6:.2f}",
+        f"{r['snapshot_bytes'] / held:.0f}",
+        f"{r['snapshot_s'] * 1e3:.1f}",
+        f"{r['decode_s'] * 1e3:.0f}",
+        f"{r['decode_s'] / held * 1e6:.1f}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 10, 100, 1000])
@@ -365,60 +397,25 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
 
-    rows = []
-    for n in args.tasks:
-        r = task_scale(n)
-        rows.append(
-            [
-                f"{n:,}",
-                f"{r['calls']:,}",
-                f"{r['hook_cpu']:.2f}",
-                f"{r['hook_cpu'] / n * 1e6:.2f}",
-                f"{r['hook_cpu'] / r['calls'] * 1e9:.0f}",
-                f"{r['snapshot_bytes'] / 1e3:.1f}",
-            ]
-        )
-    print("tasks (transitions through the C hook, 8 workers, 3 spans)")
-    print(
-        table(
-            ["tasks", "hook calls", "hook CPU s", "us/task", "ns/call", "snapshot kB"],
-            rows,
-        )
+    section(
+        "tasks (transitions through the C hook, 8 workers, 3 spans)",
+        ["tasks", "hook calls", "hook CPU s", "us/task", "ns/call", "snapshot kB"],
+        [task_row(n, task_scale(n)) for n in args.tasks],
     )
-    print()
-
-    rows = []
-    for n in args.chunks:
-        r = chunk_scale(n)
-        rows.append(
-            [
-                f"{n:,}",
-                f"{r['held']:,}",
-                f"{r['dropped']:,}",
-                f"{r['add_cpu'] / n * 1e6:.2f}",
-                f"{r['snapshot_bytes'] / 1e6:.2f}",
-                f"{r['snapshot_bytes'] / r['held']:.0f}",
-                f"{r['snapshot_s'] * 1e3:.1f}",
-                f"{r['decode_s'] * 1e3:.0f}",
-                f"{r['decode_s'] / r['held'] * 1e6:.1f}",
-            ]
-        )
-    print("chunks (chunk records held by the scheduler, then snapshot and client decode)")
-    print(
-        table(
-            [
-                "chunks sent",
-                "held",
-                "dropped at the cap",
-                "add us/chunk",
-                "snapshot MB",
-                "B/chunk",
-                "snapshot ms",
-                "decode ms",
-                "decode us/chunk",
-            ],
-            rows,
-        )
+    section(
+        "chunks (chunk records held by the scheduler, then snapshot and client decode)",
+        [
+            "chunks sent",
+            "held",
+            "dropped at the cap",
+            "add us/chunk",
+            "snapshot MB",
+            "B/chunk",
+            "snapshot ms",
+            "decode ms",
+            "decode us/chunk",
+        ],
+        [chunk_row(n, chunk_scale(n)) for n in args.chunks],
     )
     return 0
 
