@@ -114,8 +114,11 @@ def _count(value: Any) -> int:
 
 def _fold_prefixes(
     totals: dict[tuple[str, str, str], float], max_prefixes: int
-) -> dict[tuple[str, str, str], float]:
-    """Keep the ``max_prefixes`` prefixes of most seconds; sum the rest as :data:`FOLDED`."""
+) -> tuple[dict[tuple[str, str, str], float], int]:
+    """Keep the ``max_prefixes`` prefixes of most seconds; sum the rest as :data:`FOLDED`.
+
+    Returns the folded totals and how many prefixes were folded.
+    """
     seconds: dict[str, float] = defaultdict(float)
     for (prefix, _, unit), value in totals.items():
         seconds[prefix] += value if unit == "seconds" else 0.0
@@ -123,7 +126,7 @@ def _fold_prefixes(
     folded: dict[tuple[str, str, str], float] = defaultdict(float)
     for (prefix, activity, unit), value in totals.items():
         folded[(prefix if prefix in kept else FOLDED, activity, unit)] += value
-    return folded
+    return folded, len(seconds) - len(kept)
 
 
 class PrometheusExport:
@@ -156,22 +159,21 @@ class PrometheusExport:
         agg.drain()
         by_prefix = agg.digest_totals("execute", "prefix")
         by_worker = agg.digest_totals("execute", "worker")
-        kept = _fold_prefixes(
+        kept, self.prefixes_folded = _fold_prefixes(
             {k: v for k, v in by_prefix.items() if not vocab.is_phase_activity(k[1])},
             self.max_prefixes,
         )
-        self.prefixes_folded = len({k[0] for k in by_prefix}) - len({k[0] for k in kept})
-        for unit, name in (("seconds", "seconds"), ("bytes", "bytes")):
+        for unit in ("seconds", "bytes"):
             yield _counter(
                 CounterMetricFamily,
-                f"roastcoffea_task_{name}",
+                f"roastcoffea_task_{unit}",
                 f"Fine metrics of the tasks in {unit} (Dask's execute context), per task prefix",
                 ["prefix", "activity"],
                 {(p, a): v for (p, a, u), v in kept.items() if u == unit},
             )
             yield _counter(
                 CounterMetricFamily,
-                f"roastcoffea_worker_task_{name}",
+                f"roastcoffea_worker_task_{unit}",
                 f"Fine metrics of the tasks in {unit} (Dask's execute context), per worker",
                 ["worker", "activity"],
                 {
