@@ -258,10 +258,10 @@ static void hook_drain(Aggregator *self)
 /* Builds and pushes the record of one call; returns a failure reason or
  * NULL. A failure in the outcome fields or the span still records the
  * transition (with those fields zero), so one odd field does not hide the
- * task; a failure to identify the transition records nothing. ev->from and
- * ev->to are set once the states are known (else left at OTHER). */
+ * task; a failure to identify the transition records nothing. *from and *to
+ * get the states once known (else they keep OTHER), for the hook's profile. */
 static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwargs, roast_event *out)
+                               PyObject *kwargs, uint8_t *from_state, uint8_t *to_state)
 {
     if (nargs < 3)
         return "transition:missing-args";
@@ -271,8 +271,8 @@ static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize
     roast_event ev;
     memset(&ev, 0, sizeof ev);
     ev.time = roastpy_now();
-    ev.from = out->from = (uint8_t)from;
-    ev.to = out->to = (uint8_t)to;
+    ev.from = *from_state = (uint8_t)from;
+    ev.to = *to_state = (uint8_t)to;
     const char *why = read_prefix(self, args[0], &ev.prefix);
     if (why)
         return why;
@@ -319,20 +319,20 @@ PyObject *roastpy_agg_transition(PyObject *op, PyObject *args, PyObject *kwargs)
     bool timed = (x & HOOK_TIMING_MASK) == 0;
     if (timed)
         clock_gettime(CLOCK_MONOTONIC, &t0);
-    roast_event kind = {.from = ROAST_STATE_OTHER, .to = ROAST_STATE_OTHER};
-    const char *why =
-        hook_record(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs, &kind);
+    uint8_t from = ROAST_STATE_OTHER, to = ROAST_STATE_OTHER;
+    const char *why = hook_record(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args),
+                                  kwargs, &from, &to);
     if (why)
         hook_failed(self, why);
-    self->kind_calls[kind.from][kind.to]++;
+    self->kind_calls[from][to]++;
     if (timed) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         uint64_t ns = elapsed_ns(&t0, &t1), spent = self->drain_ns - drain_ns + self->timer_ns;
         ns = ns > spent ? ns - spent : 0;
         self->timed_ns += ns;
         self->timed_calls++;
-        self->kind_ns[kind.from][kind.to] += ns;
-        self->kind_timed[kind.from][kind.to]++;
+        self->kind_ns[from][to] += ns;
+        self->kind_timed[from][to]++;
     }
     Py_RETURN_NONE;
 }

@@ -193,6 +193,20 @@ def decode_record(data: object) -> dict[str, Any]:
     return record
 
 
+def chunk_events_and_bytes(record: dict[str, Any]) -> tuple[int, int]:
+    """A chunk record's events and bytes read (the whole task's when known); 0 when unmeasured.
+
+    For running totals (the live stream, the Prometheus export): a missing
+    value adds nothing rather than making the total unknown.
+    """
+    nbytes = record.get("bytes_read_task")
+    if nbytes is None:
+        nbytes = record.get("bytes_read")
+    events = record.get("num_events")
+    as_int = [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in (events, nbytes)]
+    return as_int[0], as_int[1]
+
+
 class RecordList(list):
     """A list of decoded records that also says how many were skipped.
 

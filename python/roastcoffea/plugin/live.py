@@ -30,6 +30,7 @@ from typing import Any
 
 from roastcoffea.plugin._compat import topic_subscribers
 from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
+from roastcoffea.records import chunk_events_and_bytes
 
 #: Event topic of the live stream.
 TOPIC = PLUGIN_NAME
@@ -43,16 +44,6 @@ def _finished_counts(scheduler: Any) -> tuple[int, int]:
         memory += counts.get("memory", 0)
         erred += counts.get("erred", 0)
     return memory, erred
-
-
-def _chunk_figures(record: dict[str, Any]) -> tuple[int, int]:
-    """(events, bytes) of a chunk record."""
-    nbytes = record.get("bytes_read_task")
-    if nbytes is None:
-        nbytes = record.get("bytes_read")
-    events = record.get("num_events")
-    as_int = [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in (events, nbytes)]
-    return as_int[0], as_int[1]
 
 
 def _phase_seconds(record: dict[str, Any]) -> dict[str, float]:
@@ -95,7 +86,7 @@ class LiveStream:
         if not self.listening:
             return
         if record.get("kind") == "chunk":
-            events, nbytes = _chunk_figures(record)
+            events, nbytes = chunk_events_and_bytes(record)
             self._chunks[0] += 1
             self._chunks[1] += events
             self._chunks[2] += nbytes

@@ -33,6 +33,7 @@ from typing import Any, TypeGuard
 
 from roastcoffea.instrument import phases as vocab
 from roastcoffea.plugin._workers import worker_values
+from roastcoffea.records import chunk_events_and_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +89,10 @@ class ChunkTotals:
         if record.get("kind") != "chunk":
             return
         dataset = self._label(str(record.get("dataset")))
+        events, nbytes = chunk_events_and_bytes(record)
         self.chunks[dataset] += 1
-        self.events[dataset] += _count(record.get("num_events"))
-        nbytes = record.get("bytes_read_task")
-        self.bytes_read[dataset] += _count(record.get("bytes_read") if nbytes is None else nbytes)
+        self.events[dataset] += events
+        self.bytes_read[dataset] += nbytes
         duration = record.get("duration")
         if _is_number(duration) and math.isfinite(duration) and duration >= 0:
             seconds = float(duration)
@@ -106,10 +107,6 @@ class ChunkTotals:
 
 def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _fold_prefixes(
