@@ -47,9 +47,13 @@ bytes_read_task           the source's ``num_requested_bytes`` when the task
                           Σ (bytes_read_task + instrument_bytes)
 instrument_bytes          bytes the instrumentation itself requested from the
                           file: 16-byte TKey headers of the accessed baskets
-                          (for their uncompressed sizes, one vectored request
-                          per chunk) and, once per tree and process, the
-                          tree's key
+                          not read before in this process (for their
+                          uncompressed sizes, one vectored request per chunk)
+                          and, once per tree and process, the tree's key
+instrument_seconds,       ``time.perf_counter()`` / ``time.thread_time()``
+instrument_cpu_s          seconds of the instrumentation's own work in this
+                          chunk: before ``process()`` and after it, up to the
+                          hand-off of the record
 accessed_branches,        distinct branches in coffea's ``access_log`` during
 num_branches_accessed     ``process()``, in first-access order
 accessed_bytes            Σ compressed size (TKey included, ``fBasketBytes``)

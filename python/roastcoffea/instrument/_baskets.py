@@ -23,6 +23,9 @@ MAX_TREE_INDEX_BYTES = 64 << 20
 #: (worker, span, file, tree) combinations remembered as having sent their
 #: ``file_metadata``; when full the memory is cleared and counted.
 MAX_FILES_SEEN = 65536
+#: Sets of branches per tree whose baskets are remembered (an analysis reads
+#: the same few sets chunk after chunk); when full the memory is cleared.
+MAX_BRANCH_SETS = 16
 #: ROOT TKey header: fNbytes, fVersion, fObjlen, fDatime, fKeylen (big-endian).
 TKEY_HEAD = struct.Struct(">ihiIh")
 
@@ -34,21 +37,26 @@ class TreeIndex:
     costs tens of milliseconds; a chunk's sums then cost microseconds).
     Basket ``i`` holds entries ``[starts[i], stops[i])`` in ``compressed[i]``
     bytes (TKey included); ``seeks[i]`` is its file position, or -1 for an
-    embedded basket whose uncompressed size is ``embedded_uncompressed[i]``.
+    embedded basket. ``uncompressed[i]`` is its fObjlen + fKeylen: known from
+    the start for an embedded basket, read from a normal basket's TKey the
+    first time a chunk needs it (0 until then), so the baskets that several
+    chunks share cost one header read per process.
     A basket's identity in a record is its seek (unique in the file), or
-    ``-(i + 1)`` for an embedded one (unique in the tree).
+    ``-(i + 1)`` for an embedded one (unique in the tree). ``nbytes`` bounds
+    the index's memory, its remembered branch sets included.
     """
 
     __slots__ = (
+        "_branch_sets",
         "branches",
         "compressed",
-        "embedded_uncompressed",
         "nbytes",
         "seeks",
         "starts",
         "stops",
         "tree_compressed",
         "tree_uncompressed",
+        "uncompressed",
     )
 
     def __init__(self, tree: Any) -> None:
@@ -66,18 +74,20 @@ class TreeIndex:
             else numpy.zeros(0, numpy.int64)
             for i in range(5)
         ]
-        self.starts, self.stops, self.compressed, self.seeks, self.embedded_uncompressed = joined
+        self.starts, self.stops, self.compressed, self.seeks, self.uncompressed = joined
         self.tree_compressed = int(tree.compressed_bytes)
         self.tree_uncompressed = int(tree.uncompressed_bytes)
-        self.nbytes = sum(array.nbytes for array in joined) + 128 * len(self.branches)
+        self._branch_sets: dict[tuple[str, ...], numpy.ndarray] = {}
+        arrays = sum(array.nbytes for array in joined)
+        self.nbytes = arrays + MAX_BRANCH_SETS * 8 * len(self.starts) + 128 * len(self.branches)
 
-    def chunk_baskets(self, names: list[str], start: int, stop: int) -> tuple[ChunkBaskets, int]:
+    def chunk_baskets(self, names: list[str], start: int, stop: int) -> tuple[numpy.ndarray, int]:
         """The baskets of ``names`` overlapping ``[start, stop)``, and the range's size.
 
         Returns
         -------
-        baskets : ChunkBaskets
-            Those baskets, normal ones in file order, then embedded ones.
+        baskets : numpy.ndarray
+            Their positions in the index, normal ones in file order, then embedded ones.
         in_range : int
             Compressed bytes of the baskets of every branch overlapping the range.
 
@@ -88,52 +98,55 @@ class TreeIndex:
         """
         overlap = (self.starts < stop) & (self.stops > start)
         in_range = int(self.compressed[overlap].sum())
+        baskets = self._baskets_of(tuple(names))
+        return baskets[overlap[baskets]], in_range
+
+    def _baskets_of(self, names: tuple[str, ...]) -> numpy.ndarray:
+        """Every basket of ``names``: normal ones in file order, then embedded ones."""
+        baskets = self._branch_sets.get(names)
+        if baskets is not None:
+            return baskets
         parts = [numpy.arange(*self.branches[name]) for name in names]
-        chosen = numpy.concatenate(parts) if parts else numpy.zeros(0, numpy.int64)
-        chosen = numpy.unique(chosen[overlap[chosen]])
+        chosen = numpy.unique(numpy.concatenate(parts)) if parts else numpy.zeros(0, numpy.int64)
         seeks = self.seeks[chosen]
         normal = chosen[seeks >= 0]
         normal = normal[numpy.argsort(self.seeks[normal], kind="stable")]
-        embedded = chosen[seeks < 0]
-        return (
-            ChunkBaskets(
-                normal_seeks=self.seeks[normal].tolist(),
-                normal_compressed=self.compressed[normal].tolist(),
-                embedded_ids=(-(embedded + 1)).tolist(),
-                embedded_uncompressed=self.embedded_uncompressed[embedded].tolist(),
-            ),
-            in_range,
-        )
+        baskets = numpy.concatenate([normal, chosen[seeks < 0]])
+        if len(self._branch_sets) >= MAX_BRANCH_SETS:
+            self._branch_sets.clear()
+        self._branch_sets[names] = baskets
+        return baskets
 
+    def record_fields(self, baskets: numpy.ndarray, source: Any) -> dict[str, Any]:
+        """The record's byte fields of ``baskets``; reads the TKeys not read before.
 
-class ChunkBaskets:
-    """The baskets one chunk read: normal ones by seek, embedded ones by identity."""
-
-    __slots__ = ("embedded_ids", "embedded_uncompressed", "normal_compressed", "normal_seeks")
-
-    def __init__(
-        self,
-        normal_seeks: list[int],
-        normal_compressed: list[int],
-        embedded_ids: list[int],
-        embedded_uncompressed: list[int],
-    ) -> None:
-        self.normal_seeks = normal_seeks
-        self.normal_compressed = normal_compressed
-        self.embedded_ids = embedded_ids
-        self.embedded_uncompressed = embedded_uncompressed
-
-    def record_fields(self, normal_uncompressed: list[int]) -> dict[str, Any]:
-        """The record's byte fields, given the normal baskets' uncompressed sizes."""
-        embedded = sum(self.embedded_uncompressed)
+        Raises
+        ------
+        ValueError
+            If a header read does not match its basket.
+        """
+        uncompressed = self.uncompressed[baskets]
+        if not uncompressed.all():
+            unknown = baskets[uncompressed == 0]
+            seeks, sizes = self.seeks[unknown], self.compressed[unknown]
+            self.uncompressed[unknown] = uncompressed_from_keys(
+                source, seeks.tolist(), sizes.tolist()
+            )
+            uncompressed = self.uncompressed[baskets]
+        # Plain lists from here: a chunk reads tens of baskets, too few for numpy to pay.
+        sizes_out = uncompressed.tolist()
+        seeks_out = self.seeks[baskets].tolist()
+        normal = len(seeks_out) - seeks_out.count(-1)  # normal baskets come first
+        compressed = self.compressed[baskets[:normal]].tolist()
+        embedded = len(seeks_out) - normal
         return {
-            "accessed_bytes": sum(self.normal_compressed),
-            "accessed_uncompressed_bytes": sum(normal_uncompressed) + embedded,
-            "accessed_embedded_bytes": embedded,
+            "accessed_bytes": sum(compressed),
+            "accessed_uncompressed_bytes": sum(sizes_out),
+            "accessed_embedded_bytes": sum(sizes_out[normal:]),
             "accessed_baskets": {
-                "id": self.normal_seeks + self.embedded_ids,
-                "compressed": self.normal_compressed + [0] * len(self.embedded_ids),
-                "uncompressed": normal_uncompressed + self.embedded_uncompressed,
+                "id": seeks_out[:normal] + [-(b + 1) for b in baskets[normal:].tolist()],
+                "compressed": compressed + [0] * embedded,
+                "uncompressed": sizes_out,
             },
         }
 
@@ -150,7 +163,7 @@ def _embedded_size(basket: Any) -> int:
 
 
 def _branch_baskets(branch: Any) -> tuple[numpy.ndarray, ...]:
-    """``(starts, stops, compressed, seeks, embedded_uncompressed)`` of a branch."""
+    """``(starts, stops, compressed, seeks, uncompressed)`` of a branch (normal ones' 0)."""
     embedded = branch.embedded_baskets
     n_normal = branch.num_baskets - len(embedded)
     entries = numpy.asarray(branch.member("fBasketEntry")[: n_normal + 1], dtype=numpy.int64)

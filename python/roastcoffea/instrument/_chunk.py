@@ -8,6 +8,9 @@ from typing import Any
 
 from roastcoffea.instrument._counters import COUNTERS
 
+#: Bytes per page, the unit of /proc/<pid>/statm.
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 try:
     import psutil
 except ImportError:  # pragma: no cover - psutil is an optional dependency
@@ -15,20 +18,35 @@ except ImportError:  # pragma: no cover - psutil is an optional dependency
 
 
 class Rss:
-    """The RSS of this process in MiB, or None without psutil (fork-safe)."""
+    """The RSS of this process in MiB, or None when it cannot be read (fork-safe).
+
+    On Linux it is one ``pread`` of ``/proc/<pid>/statm``, the file psutil's
+    ``memory_info`` parses (a few microseconds instead of ~80); elsewhere psutil.
+    """
 
     def __init__(self) -> None:
         self._pid = -1
+        self._statm = -1
         self._process: Any = None
 
     def __call__(self) -> float | None:
-        if psutil is None:
-            return None
         pid = os.getpid()
         if pid != self._pid:
-            self._process = psutil.Process(pid)
-            self._pid = pid
-        return self._process.memory_info().rss / 1048576.0
+            self._open(pid)
+        if self._statm >= 0:
+            return int(os.pread(self._statm, 128, 0).split()[1]) * PAGE_SIZE / 1048576.0
+        if self._process is not None:
+            return self._process.memory_info().rss / 1048576.0
+        return None
+
+    def _open(self, pid: int) -> None:
+        if self._statm >= 0:
+            os.close(self._statm)  # the parent's, inherited over a fork
+        self._statm, self._process, self._pid = -1, None, pid
+        try:
+            self._statm = os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._process = None if psutil is None else psutil.Process(pid)
 
 
 rss = Rss()

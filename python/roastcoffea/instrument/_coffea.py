@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid as uuidlib
 from typing import Any
 
@@ -48,10 +49,17 @@ def open_tree_of(handle: Any, treename: str) -> Any:
 def file_uuid(value: Any) -> str | None:
     """coffea's ``fileuuid`` (str or 16 bytes) as the canonical UUID string."""
     if isinstance(value, (bytes, bytearray)) and len(value) == 16:
-        return str(uuidlib.UUID(bytes=bytes(value)))
+        return _canonical_uuid(bytes(value))
     if isinstance(value, str) and value:
-        try:
-            return str(uuidlib.UUID(value))
-        except ValueError:
-            return value
+        return _canonical_uuid(value)
     return None
+
+
+@functools.lru_cache(maxsize=1024)  # the chunks of one file carry the same value
+def _canonical_uuid(value: bytes | str) -> str:
+    if isinstance(value, bytes):
+        return str(uuidlib.UUID(bytes=value))
+    try:
+        return str(uuidlib.UUID(value))
+    except ValueError:
+        return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from roastcoffea.instrument._baskets import FILES_SEEN, TREE_INDEXES, uncompressed_from_keys
+from roastcoffea.instrument._baskets import FILES_SEEN, TREE_INDEXES
 from roastcoffea.instrument._chunk import Chunk, rss
 from roastcoffea.instrument._coffea import (
     factory,
@@ -29,12 +29,15 @@ class Measure:
         "factory",
         "log_start",
         "mem0",
+        "own_cpu",
+        "own_wall",
         "perf0",
         "record",
         "unavailable",
     )
 
     def __init__(self, events: Any) -> None:
+        own_wall, own_cpu = time.perf_counter(), time.thread_time()
         self.events = events
         self.unavailable: dict[str, str] = {}
         self.record: dict[str, Any] = {"kind": "chunk", "v": RECORD_VERSION}
@@ -56,6 +59,7 @@ class Measure:
         self.record["t_start"] = time.time()
         self.cpu0 = time.thread_time()
         self.perf0 = time.perf_counter()
+        self.own_wall, self.own_cpu = self.perf0 - own_wall, self.cpu0 - own_cpu
 
     def _lost(self, keys: str | tuple[str, ...], exc: BaseException) -> None:
         """Note why ``keys`` are unmeasurable; an unexpected failure is counted once."""
@@ -72,7 +76,7 @@ class Measure:
             self._lost(key, exc)
             return None
         if value is None:
-            self.unavailable[key] = "psutil is not installed"
+            self.unavailable[key] = "no /proc/<pid>/statm and psutil is not installed"
         return value
 
     def _metadata(self) -> None:
@@ -147,6 +151,9 @@ class Measure:
         record["custom"] = chunk.custom
         record["unavailable"] = self.unavailable
         record["timestamp"] = time.time()
+        # The instrumentation's own time, up to the hand-off below.
+        record["instrument_seconds"] = self.own_wall + time.perf_counter() - perf1
+        record["instrument_cpu_s"] = self.own_cpu + time.thread_time() - cpu1
         if plugin is not None:
             plugin.add_chunk(task.key, record, source, own_bytes)
             COUNTERS.add("records_to_worker")
@@ -193,16 +200,13 @@ class Measure:
                 raise Unavailable("events.metadata lacks the tree name or the entry range")
             if source is None:
                 raise Unavailable("no file source with num_requested_bytes")
-            file_key = str(getattr(getattr(handle, "file", handle), "uuid", record["file"]))
+            file_key = record["uuid"] or str(getattr(handle, "file", handle).uuid)
             index = TREE_INDEXES.get(file_key, treename, lambda: open_tree_of(handle, treename))
             branches = len(index.branches)
             if branches:
                 record["branches_read_percent"] = 100.0 * len(names) / branches
             baskets, in_range = index.chunk_baskets(names, start, stop)
-            normal_uncompressed = uncompressed_from_keys(
-                source, baskets.normal_seeks, baskets.normal_compressed
-            )
-            record.update(baskets.record_fields(normal_uncompressed))
+            record.update(index.record_fields(baskets, source))
             if in_range > 0:
                 record["bytes_read_percent"] = 100.0 * record["accessed_bytes"] / in_range
             else:

@@ -30,11 +30,11 @@ def track_metrics(func: F) -> F:
     Notes
     -----
     Measured around the call: wall time (``time.time`` and
-    ``time.perf_counter``), thread CPU time, process RSS (psutil) and the
-    bytes the file source was asked for; from ``events.metadata``: dataset,
-    file, uuid, tree, entry range; from coffea's access log: the branches
-    read, and from the file's TBranch metadata their compressed and
-    uncompressed bytes in the baskets of this entry range. On a Dask worker
+    ``time.perf_counter``), thread CPU time, process RSS (``/proc/<pid>/statm``,
+    else psutil) and the bytes the file source was asked for; from
+    ``events.metadata``: dataset, file, uuid, tree, entry range; from coffea's
+    access log: the branches read, and from the file's TBranch metadata their
+    compressed and uncompressed bytes in the baskets of this entry range. On a Dask worker
     the plugin adds the whole task's time and bytes when the task ends.
     Exceptions of ``func`` are re-raised after the record (with ``error``)
     is sent. Setting ``_roastcoffea_collect_metrics = False`` on the

@@ -67,7 +67,8 @@ track_section = track_time
 def track_memory(processor_self: Any, section_name: str) -> AbstractContextManager[None]:
     """Add the change of process RSS over a block to ``memory[section_name]``.
 
-    MiB of resident set size (psutil); None when psutil is missing or fails.
+    MiB of resident set size (``/proc/<pid>/statm``, else psutil); None when
+    neither can be read.
     Outside a ``@track_metrics`` call it does nothing.
 
     Parameters
