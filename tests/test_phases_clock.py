@@ -51,6 +51,24 @@ def test_phases_are_exclusive_and_add_up_to_the_clock() -> None:
     assert task.switches == 2
 
 
+def test_a_call_nested_in_its_own_phase_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = TaskPhases()
+    task.enter("interpret")
+    burn(0.01)
+    reads = []
+    monkeypatch.setattr(phases, "thread_time", lambda: reads.append(1) or time.thread_time())
+    task.enter("interpret")
+    burn(0.01)
+    assert task.leave() == (0.0, 0.0)
+    assert reads == [] and (task.switches, task.nested) == (1, 1)
+    task.leave()
+    ran = task.close()
+    assert task.cpu["interpret"] >= 0.02  # both stretches, charged once
+    assert sum(task.wall.values()) == pytest.approx(ran, rel=1e-12, abs=1e-12)
+    phases.calibrate()
+    assert task.clock_seconds() > phases.switch_seconds() > 0  # the nested call costs too
+
+
 def test_opaque_phase_keeps_nested_hooks_out() -> None:
     task = TaskPhases()
     task.enter("open", opaque=True)

@@ -68,7 +68,10 @@ class TaskPhases:
         Whether the output was compressed inside the task (coffea's
         ``compression`` on); otherwise Dask serialises it after the task.
     switches : int
-        Phases entered: each is one hooked call that measured.
+        Phase switches: hooked calls that read the clocks on entry and exit.
+    nested : int
+        Hooked calls inside a call of the same phase: they charge nothing
+        of their own (the time goes to that phase either way) and read no clock.
     """
 
     __slots__ = (
@@ -80,6 +83,7 @@ class TaskPhases:
         "cpu",
         "in_work",
         "item",
+        "nested",
         "output_measured",
         "read_bytes",
         "started",
@@ -96,6 +100,7 @@ class TaskPhases:
         self.output_measured = False
         self.in_work = False
         self.switches = 0
+        self.nested = 0
         self._stack = ["other"]
         self._opaque = 0
         self._t = self.started = perf_counter()
@@ -103,11 +108,13 @@ class TaskPhases:
 
     def _charge(self) -> tuple[float, float]:
         """Charge the time since the last switch to the top phase; returns its (wall, cpu)."""
+        return self._charge_as(self._stack[-1])
+
+    def _charge_as(self, phase: str) -> tuple[float, float]:
         t, c = perf_counter(), thread_time()
-        top = self._stack[-1]
         dw, dc = t - self._t, c - self._c
-        self.wall[top] += dw
-        self.cpu[top] += dc
+        self.wall[phase] += dw
+        self.cpu[phase] += dc
         self._t, self._c = t, c
         return dw, dc
 
@@ -118,17 +125,24 @@ class TaskPhases:
 
     def enter(self, phase: str, *, opaque: bool = False) -> None:
         """Start charging ``phase`` (until the matching :meth:`leave`)."""
-        self._charge()
-        self._stack.append(phase)
+        stack = self._stack
+        if phase == stack[-1] and not opaque:
+            self.nested += 1
+        else:
+            self._charge()
+            self.switches += 1
+        stack.append(phase)
         self._opaque += opaque
-        self.switches += 1
 
     def leave(self, *, opaque: bool = False) -> tuple[float, float]:
-        """Stop charging the top phase; returns the (wall, cpu) of its last stretch."""
-        spent = self._charge()
-        self._stack.pop()
+        """Stop charging the top phase; returns the (wall, cpu) of its last stretch
+        (zero for a call nested in its own phase)."""
+        stack = self._stack
+        phase = stack.pop()
         self._opaque -= opaque
-        return spent
+        if phase == stack[-1] and not opaque:
+            return 0.0, 0.0
+        return self._charge_as(phase)
 
     def rebase(self, phase: str) -> None:
         """Charge time outside every hooked call to ``phase`` from now on."""
@@ -144,6 +158,10 @@ class TaskPhases:
         stats[2] += size_in
         stats[3] += size_out
 
+    def clock_seconds(self) -> float:
+        """The clock's own cost in this task, estimated from :func:`calibrate`'s timings."""
+        return self.switches * _switch_seconds + self.nested * _nested_seconds
+
     def close(self) -> float:
         """Charge the last stretch; returns the wall seconds the clock ran."""
         self._charge()
@@ -152,25 +170,31 @@ class TaskPhases:
 
 _LOCAL = threading.local()
 
-#: Seconds one hooked call that measures costs (enter and leave), from :func:`calibrate`.
-_switch_seconds = 0.0
+#: Seconds one phase switch (enter and leave) and one nested call cost, from :func:`calibrate`.
+_switch_seconds = _nested_seconds = 0.0
 
 
 def calibrate(pairs: int = 2000) -> float:
     """Measure, once per process, what one phase switch costs; returns it in seconds.
 
     Times ``pairs`` enter/leave pairs on a scratch clock, the work a hooked
-    call adds; the worker plugin multiplies it by a task's ``switches`` to
-    report the clock's own cost.
+    call adds, and as many nested in a phase of their own; the worker plugin
+    reports the clock's cost as :meth:`TaskPhases.clock_seconds`.
     """
-    global _switch_seconds
+    global _switch_seconds, _nested_seconds
     if not _switch_seconds:
         scratch = TaskPhases()
         t0 = perf_counter()
         for _ in range(pairs):
             scratch.enter("read")
             scratch.leave()
-        _switch_seconds = (perf_counter() - t0) / pairs
+        t1 = perf_counter()
+        scratch.enter("read")
+        for _ in range(pairs):
+            scratch.enter("read")
+            scratch.leave()
+        _nested_seconds = (perf_counter() - t1) / pairs
+        _switch_seconds = (t1 - t0) / pairs
     return _switch_seconds
 
 

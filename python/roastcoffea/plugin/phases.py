@@ -39,7 +39,6 @@ from roastcoffea.instrument.phases import (
     TASKS_ACTIVITY,
     WALL,
     TaskPhases,
-    switch_seconds,
 )
 from roastcoffea.plugin.task import running_task
 
@@ -66,8 +65,8 @@ def digest_task_phases(task: TaskPhases) -> None:
         digest(activity, size_out, BYTES)
         digest(activity, size_in, COMPRESSED)
     digest(TASKS_ACTIVITY, 1, COUNT)
-    digest(CLOCK_ACTIVITY, task.switches, COUNT)
-    digest(CLOCK_ACTIVITY, task.switches * switch_seconds(), WALL)
+    digest(CLOCK_ACTIVITY, task.switches + task.nested, COUNT)
+    digest(CLOCK_ACTIVITY, task.clock_seconds(), WALL)
     if task.output_measured:
         digest(OUTPUTS_ACTIVITY, 1, COUNT)
     running = running_task()
