@@ -51,19 +51,25 @@ def data_dir(events: int, files: int) -> Path:
 
 
 def chunk_arguments(parser: argparse.ArgumentParser, chunks: int) -> None:
-    """The options of a benchmark over demo chunks: --chunks, --repeats, --data-dir, --quick."""
+    """The options of a benchmark over demo chunks: --chunks, --chunksize, --repeats,
+    --data-dir, --quick."""
+    from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE
+
     parser.add_argument("--chunks", type=int, default=chunks, help=f"chunks per repeat ({chunks})")
+    parser.add_argument(
+        "--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"events ({DEFAULT_CHUNKSIZE:,})"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
     parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
     parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
 
 
 def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, int]]]:
-    """The demo files' directory and the first ``args.chunks`` (path, start, stop) chunks.
+    """The demo files' directory and the first ``args.chunks`` (path, start, stop) chunks
+    of ``args.chunksize`` events.
 
     ``--quick`` makes it 3 chunks and 1 repeat. The files are made once and cached.
     """
-    from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE
     from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, ensure_files
 
     if args.quick:
@@ -72,9 +78,9 @@ def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, i
     files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
     per_file = DEFAULT_EVENTS // DEFAULT_FILES
     ranges = [
-        (path, start, min(start + DEFAULT_CHUNKSIZE, per_file))
+        (path, start, min(start + args.chunksize, per_file))
         for path in files
-        for start in range(0, per_file, DEFAULT_CHUNKSIZE)
+        for start in range(0, per_file, args.chunksize)
     ]
     return directory, ranges[: args.chunks]
 

@@ -27,7 +27,7 @@ import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
 from common import chunk_arguments, demo_chunks, spread, table
 
-from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
+from roastcoffea.demo.analysis import DemoProcessor
 from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument._measure import Measure
 from roastcoffea.records import drain_local_records
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     share = [own / proc for own, proc in zip(own_ms, process_ms, strict=True)]
     print(
-        f"instrument cost: {len(ranges)} chunks of {DEFAULT_CHUNKSIZE:,} events x "
+        f"instrument cost: {len(ranges)} chunks of {args.chunksize:,} events x "
         f"{args.repeats} repeats, demo NanoAOD in {directory}"
     )
     print(

@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 
 import uproot
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
 from common import chunk_arguments, demo_chunks, median, spread, table
 
-from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE, DemoProcessor
+from roastcoffea.demo.analysis import DemoProcessor
 from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.instrument.phases import TaskPhases
@@ -64,25 +63,23 @@ def timed_chunk(path: Path, start: int, stop: int, hooked: bool) -> float:
             _phase_hooks.uninstall()
 
 
-def hooked_calls(path: Path, start: int, stop: int) -> int:
-    """Phase switches one chunk makes (each hooked call that measures enters once)."""
-    entered: Counter[str] = Counter()
-    enter = TaskPhases.enter
-
-    def counting(self: TaskPhases, phase: str, *, opaque: bool = False) -> None:
-        entered[phase] += 1
-        enter(self, phase, opaque=opaque)
-
-    TaskPhases.enter = counting  # type: ignore[method-assign]
+def hooked_calls(path: Path, start: int, stop: int) -> tuple[int, int]:
+    """(phase switches, calls nested in their own phase) one chunk makes."""
+    finished: list[TaskPhases] = []
+    _phase_hooks.install()
+    phases.set_sink(finished.append)
     try:
-        timed_chunk(path, start, stop, hooked=True)
+        phases.run_task(work, (path, start, stop), {})
     finally:
-        TaskPhases.enter = enter  # type: ignore[method-assign]
-    return sum(entered.values())
+        phases.set_sink(None)
+        _phase_hooks.uninstall()
+    (task,) = finished
+    return task.switches, task.nested
 
 
-def ns_per_hooked_call(loops: int) -> tuple[float, float]:
-    """(hooked no-op, bare no-op) in ns per call, inside a measured task."""
+def ns_per_hooked_call(loops: int) -> tuple[float, float, float]:
+    """(hooked no-op switching phase, hooked no-op nested in its phase, bare no-op) in ns
+    per call, inside a measured task."""
 
     def noop() -> None:
         pass
@@ -91,18 +88,22 @@ def ns_per_hooked_call(loops: int) -> tuple[float, float]:
     out: dict[str, float] = {}
 
     def loop() -> None:
-        for name, func in (("bare", noop), ("hooked", hooked)):
+        task = phases.current()
+        for name, func in (("bare", noop), ("switch", hooked), ("nested", hooked)):
+            if name == "nested":
+                task.enter("interpret")
             t0 = time.perf_counter_ns()
             for _ in range(loops):
                 func()
             out[name] = (time.perf_counter_ns() - t0) / loops
+        task.leave()
 
     phases.set_sink(lambda task: None)
     try:
         phases.run_task(loop, (), {})
     finally:
         phases.set_sink(None)
-    return out["hooked"], out["bare"]
+    return out["switch"], out["nested"], out["bare"]
 
 
 def us_per_task_end(loops: int) -> float:
@@ -134,17 +135,27 @@ def main(argv: list[str] | None = None) -> int:
             without_ms.append(1e3 * bare)
             ratios.append(hooked / bare)
     calls = [hooked_calls(*chunk) for chunk in ranges]
-    hooked_ns, bare_ns = ns_per_hooked_call(200_000)
+    switch_ns, nested_ns, bare_ns = ns_per_hooked_call(200_000)
     end_us = us_per_task_end(20_000)
-    cost_ms = [c * (hooked_ns - bare_ns) / 1e6 + end_us / 1e3 for c in calls]
+    cost_ms = [
+        (switches * (switch_ns - bare_ns) + nested * (nested_ns - bare_ns)) / 1e6 + end_us / 1e3
+        for switches, nested in calls
+    ]
     direct = [cost / median(without_ms) for cost in cost_ms]
 
     print(
-        f"phase cost: {len(ranges)} chunks of {DEFAULT_CHUNKSIZE:,} events x {args.repeats} "
+        f"phase cost: {len(ranges)} chunks of {args.chunksize:,} events x {args.repeats} "
         f"repeats, demo NanoAOD in {directory}"
     )
-    print(f"hooked calls per chunk: {min(calls):,} to {max(calls):,}")
-    print(f"one hooked call: {hooked_ns:.0f} ns, the bare call {bare_ns:.0f} ns")
+    switches, nested = (sorted(c[k] for c in calls) for k in (0, 1))
+    print(
+        f"hooked calls per chunk: {switches[0]:,} to {switches[-1]:,} phase switches, "
+        f"{nested[0]:,} to {nested[-1]:,} nested in their own phase"
+    )
+    print(
+        f"one hooked call: {switch_ns:.0f} ns switching, {nested_ns:.0f} ns nested; "
+        f"the bare call {bare_ns:.0f} ns"
+    )
     print(f"end of a task (digests): {end_us:.1f} us")
     print()
     print(

@@ -76,3 +76,20 @@ def test_per_file_bytes_are_uproots_distinct_baskets(measured: Measured) -> None
             assert stored is not None and stored > 1.0, path  # uncompressed / compressed
     loaded, _, _ = load_measurement(measured.path)
     assert loaded["file_read_metrics"] == metrics["file_read_metrics"]
+
+
+def test_the_instrumentations_own_time_fits_in_each_task(measured: Measured) -> None:
+    """Measured outside process() and inside the task: it fits in what the task left over."""
+    metrics = measured.metrics
+    chunks = metrics["raw_chunk_metrics"]
+    for chunk in chunks:
+        own = chunk["instrument_seconds"]
+        assert own > 0 and chunk["instrument_cpu_s"] >= 0
+        assert chunk["duration"] + own <= chunk["task_duration"] + 1e-3  # two clocks
+    total = sum(c["instrument_seconds"] for c in chunks)
+    assert metrics["instrument_seconds"] == total
+    assert metrics["instrument_seconds_per_chunk"] == total / len(chunks)
+    clock = metrics["phase_clock_seconds"]
+    assert metrics["monitoring_seconds_per_chunk"] == (total + clock) / len(chunks)
+    tasks = sum(c["task_duration"] for c in chunks)
+    assert metrics["monitoring_percent"] == 100 * (total + clock) / tasks

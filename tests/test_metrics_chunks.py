@@ -213,6 +213,15 @@ def test_each_work_item_counts_once_and_recomputations_are_reported() -> None:
     assert m["recomputed_chunk_records"] == [failed, lost]
 
 
+def test_the_monitoring_cost_is_unmeasured_when_a_record_lacks_it() -> None:
+    old = chunk(entry_start=5)
+    del old["instrument_seconds"]
+    m = metrics_of(chunks=[chunk(), old])
+    assert m["instrument_seconds"] is None and m["monitoring_seconds_per_chunk"] is None
+    assert "lack 'instrument_seconds'" in m["unavailable"]["instrument_seconds"]
+    assert m["unavailable"]["monitoring_percent"].startswith("needs instrument_seconds")
+
+
 def test_an_item_that_never_succeeded_is_one_failed_chunk() -> None:
     tries = [chunk(error="OSError: gone", entry_start=7) for _ in range(3)]
     m = metrics_of(chunks=tries)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_metrics_support import W1, W2, make_snapshot, processor_metrics, span_digests
+from test_metrics_support import W1, W2, chunk, make_snapshot, processor_metrics, span_digests
 
 from roastcoffea.report.tables import (
     codecs_table,
@@ -95,6 +95,16 @@ def test_totals_shares_and_rates() -> None:
     assert m["phase_clock_percent"] == pytest.approx(0.02)
 
 
+def test_the_monitoring_cost_counts_every_execution() -> None:
+    failed = chunk(error="OSError: xrootd", instrument_seconds=0.001, task_duration=1.0)
+    kept = chunk(instrument_seconds=0.003, instrument_cpu_s=0.002, task_duration=2.0)
+    m = measured(chunks=[failed, kept])  # the phase clock cost 0.002 s
+    assert (m["instrument_seconds"], m["instrument_cpu_seconds"]) == (0.004, 0.0035)
+    assert m["instrument_seconds_per_chunk"] == 0.002
+    assert m["monitoring_seconds_per_chunk"] == pytest.approx((0.004 + 0.002) / 2)
+    assert m["monitoring_percent"] == pytest.approx(100 * 0.006 / 3.0)
+
+
 def test_records_give_the_per_chunk_and_per_dataset_views() -> None:
     m = measured()
     assert m["phase_per_dataset"] == {
@@ -170,4 +180,13 @@ def test_tables_show_the_phases_codecs_and_findings() -> None:
     clock = [
         row[1].text for row in monitoring_table(m).rows if row[0].text.startswith("Phase Clock")
     ]
-    assert clock == ["2.00 ms (0.02% of processor time, 200 switches)"]
+    assert clock == ["2.00 ms (0.02% of processor time, 200 hooked calls)"]
+
+
+def test_the_monitoring_table_shows_the_cost_per_chunk() -> None:
+    m = measured(chunks=[chunk(instrument_seconds=0.003, task_duration=2.0)])
+    rows = {row[0].text: row[1].text for row in monitoring_table(m).rows}
+    assert rows["Chunk Instrumentation (measured)"] == "3.00 ms per chunk (3.00 ms in all)"
+    assert rows["Cost per Chunk"] == (
+        "5.00 ms (0.25% of the chunks' task time; instrumentation + phase clock)"
+    )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from roastcoffea.metrics._util import (
     Metrics,
     describe,
+    divide,
     is_number,
     lacking,
     put_stats,
@@ -71,6 +72,19 @@ RECOMPUTED_SUMS = {
 }
 RECOMPUTED = ("recomputed_chunks", *RECOMPUTED_SUMS)
 
+#: What the instrumentation cost, summed over every execution: metric key -> record field.
+INSTRUMENT_SUMS = {
+    "instrument_seconds": "instrument_seconds",
+    "instrument_cpu_seconds": "instrument_cpu_s",
+    "chunks_task_seconds": "task_duration",
+}
+MONITORING_COST = (
+    *INSTRUMENT_SUMS,
+    "instrument_seconds_per_chunk",
+    "monitoring_seconds_per_chunk",
+    "monitoring_percent",
+)
+
 _TABLES = ("num_successful_chunks", "num_failed_chunks", "failed_chunks", "per_dataset")
 _MAPS = ("chunk_info", "sections")
 
@@ -85,7 +99,7 @@ def compute(inputs: MetricsInputs, out: Metrics, extra: list[dict[str, Any]]) ->
     out.put("recomputed_chunk_records", list(extra))
     if not inputs.chunks:
         reason = "no chunk record (process() is not decorated with @track_metrics)"
-        for key in (*_TABLES, *_MAPS, *RECOMPUTED):
+        for key in (*_TABLES, *_MAPS, *RECOMPUTED, *MONITORING_COST):
             out.missing(key, reason)
         for keys in DISTRIBUTIONS.values():
             for key in keys.values():
@@ -104,6 +118,7 @@ def compute(inputs: MetricsInputs, out: Metrics, extra: list[dict[str, Any]]) ->
     out.put("chunk_info", chunk_info(good))
     out.put("sections", sections(good))
     _put_recomputed(extra, out)
+    _put_monitoring_cost([*inputs.chunks, *extra], out)
 
 
 def work_item(chunk: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -154,6 +169,26 @@ def _put_recomputed(extra: list[dict[str, Any]], out: Metrics) -> None:
     """The extra executions: how many, and what they cost."""
     out.put("recomputed_chunks", len(extra))
     put_sums(out, extra, RECOMPUTED_SUMS)
+
+
+def _put_monitoring_cost(executions: list[dict[str, Any]], out: Metrics) -> None:
+    """The instrumentation's measured cost and, with the phase clock's, per chunk and share."""
+    put_sums(out, executions, INSTRUMENT_SUMS)
+    n = len(executions)
+    out.derive("instrument_seconds_per_chunk", lambda own: own / n, "instrument_seconds")
+    out.derive(
+        "monitoring_seconds_per_chunk",
+        lambda own, clock: (own + clock) / n,
+        "instrument_seconds",
+        "phase_clock_seconds",
+    )
+    out.derive(
+        "monitoring_percent",
+        lambda own, clock, tasks: 100.0 * divide(own + clock, tasks, "the chunks' task time"),
+        "instrument_seconds",
+        "phase_clock_seconds",
+        "chunks_task_seconds",
+    )
 
 
 def _failure(chunk: dict[str, Any]) -> dict[str, Any]:

@@ -587,14 +587,32 @@ def monitoring_table(metrics: Mapping[str, Any]) -> TableData:
     rows += [(Cell("Note"), Cell(str(note))) for note in monitoring.get("notes") or ()]
     if is_number(metrics.get("phase_clock_seconds")):
         rows.append((Cell("Phase Clock (estimated)"), _phase_clock_cell(metrics)))
+    if is_number(metrics.get("instrument_seconds_per_chunk")):
+        rows.append((Cell("Chunk Instrumentation (measured)"), _instrument_cell(metrics)))
+    if is_number(metrics.get("monitoring_seconds_per_chunk")):
+        rows.append((Cell("Cost per Chunk"), _per_chunk_cell(metrics)))
     return _kv_table(title, rows)
+
+
+def _instrument_cell(metrics: Mapping[str, Any]) -> Cell:
+    per_chunk, total = metrics["instrument_seconds_per_chunk"], metrics["instrument_seconds"]
+    return Cell(f"{format_time(per_chunk)} per chunk ({format_time(total)} in all)")
+
+
+def _per_chunk_cell(metrics: Mapping[str, Any]) -> Cell:
+    share = metrics.get("monitoring_percent")
+    of_tasks = f"{share:.2f}% of the chunks' task time; " if is_number(share) else ""
+    return Cell(
+        f"{format_time(metrics['monitoring_seconds_per_chunk'])} "
+        f"({of_tasks}instrumentation + phase clock)"
+    )
 
 
 def _phase_clock_cell(metrics: Mapping[str, Any]) -> Cell:
     seconds, share = metrics["phase_clock_seconds"], metrics.get("phase_clock_percent")
     switches = count(metrics.get("phase_clock_switches"))
     share_text = number(2, "%")(share)
-    return Cell(f"{format_time(seconds)} ({share_text} of processor time, {switches} switches)")
+    return Cell(f"{format_time(seconds)} ({share_text} of processor time, {switches} hooked calls)")
 
 
 def unavailable_table(metrics: Mapping[str, Any]) -> TableData | None:
