@@ -1,6 +1,7 @@
 """The work ``@track_metrics`` adds to one chunk, timed directly in one process.
 
-What it measures: for real 100,000-event chunks of the demo's synthetic NanoAOD, the time
+What it measures: for real chunks of the demo's synthetic NanoAOD (100,000 events, or
+``--chunksize``), the time
 the chunk instrumentation itself takes, against the time of the processor's ``process``
 on the same chunk. The instrumentation is what ``@track_metrics`` runs around
 ``process``: ``Measure(events)`` before (events, metadata, RSS, the file's byte counter,

@@ -1,14 +1,17 @@
 """What the phase clock costs a chunk, measured two ways in one process.
 
-What it measures: for real 100,000-event chunks of the demo's synthetic NanoAOD, run as
+What it measures: for real chunks of the demo's synthetic NanoAOD (100,000 events, or
+``--chunksize``), run as
 coffea's work function runs them (``uproot.open``, ``NanoEventsFactory.from_root`` in
 virtual mode, ``events()``, the demo processor's ``process``), the cost of the phase hooks
 (:mod:`roastcoffea.instrument._phase_hooks`):
 
 1. side by side: each chunk twice in a row, once with the hooks installed and measuring
    and once without, the order alternating; the ratio of the two wall times per pair;
-2. directly: the hooked calls a chunk makes (counted in a separate pass) times the cost of
-   one hooked call (a hooked no-op against the bare no-op, timed in a loop), plus the
+2. directly: the clock's own estimate of its cost in the chunk (counted in a separate
+   pass: its hooked calls of each kind, switching phase, nested in their own phase or
+   passing inside an opaque one, times the cost of that kind, a hooked no-op timed
+   against the bare no-op when the hooks are installed), plus the
    worker plugin's end-of-task work (``digest_task_phases``: closing the sum and about
    thirty ``context_meter`` digests; outside a worker it sends no record), over the
    chunk's time. This one does not drown in the machine's noise.
@@ -63,8 +66,8 @@ def timed_chunk(path: Path, start: int, stop: int, hooked: bool) -> float:
             _phase_hooks.uninstall()
 
 
-def hooked_calls(path: Path, start: int, stop: int) -> tuple[int, int]:
-    """(phase switches, calls nested in their own phase) one chunk makes."""
+def clock_of(path: Path, start: int, stop: int) -> TaskPhases:
+    """The finished clock of one chunk: its hooked calls and their estimated cost."""
     finished: list[TaskPhases] = []
     _phase_hooks.install()
     phases.set_sink(finished.append)
@@ -74,36 +77,7 @@ def hooked_calls(path: Path, start: int, stop: int) -> tuple[int, int]:
         phases.set_sink(None)
         _phase_hooks.uninstall()
     (task,) = finished
-    return task.switches, task.nested
-
-
-def ns_per_hooked_call(loops: int) -> tuple[float, float, float]:
-    """(hooked no-op switching phase, hooked no-op nested in its phase, bare no-op) in ns
-    per call, inside a measured task."""
-
-    def noop() -> None:
-        pass
-
-    hooked = _phase_hooks._timed(noop, "interpret")
-    out: dict[str, float] = {}
-
-    def loop() -> None:
-        task = phases.current()
-        for name, func in (("bare", noop), ("switch", hooked), ("nested", hooked)):
-            if name == "nested":
-                task.enter("interpret")
-            t0 = time.perf_counter_ns()
-            for _ in range(loops):
-                func()
-            out[name] = (time.perf_counter_ns() - t0) / loops
-        task.leave()
-
-    phases.set_sink(lambda task: None)
-    try:
-        phases.run_task(loop, (), {})
-    finally:
-        phases.set_sink(None)
-    return out["switch"], out["nested"], out["bare"]
+    return task
 
 
 def us_per_task_end(loops: int) -> float:
@@ -134,27 +108,27 @@ def main(argv: list[str] | None = None) -> int:
             with_ms.append(1e3 * hooked)
             without_ms.append(1e3 * bare)
             ratios.append(hooked / bare)
-    calls = [hooked_calls(*chunk) for chunk in ranges]
-    switch_ns, nested_ns, bare_ns = ns_per_hooked_call(200_000)
+    clocks = [clock_of(*chunk) for chunk in ranges]
+    switch_ns, nested_ns, passed_ns = (1e9 * cost for cost in _phase_hooks.calibrate())
     end_us = us_per_task_end(20_000)
-    cost_ms = [
-        (switches * (switch_ns - bare_ns) + nested * (nested_ns - bare_ns)) / 1e6 + end_us / 1e3
-        for switches, nested in calls
-    ]
+    cost_ms = [1e3 * clock.clock_seconds() + end_us / 1e3 for clock in clocks]
     direct = [cost / median(without_ms) for cost in cost_ms]
 
     print(
         f"phase cost: {len(ranges)} chunks of {args.chunksize:,} events x {args.repeats} "
         f"repeats, demo NanoAOD in {directory}"
     )
-    switches, nested = (sorted(c[k] for c in calls) for k in (0, 1))
+    counts = {
+        kind: sorted(getattr(clock, kind) for clock in clocks)
+        for kind in ("switches", "nested", "passed")
+    }
     print(
-        f"hooked calls per chunk: {switches[0]:,} to {switches[-1]:,} phase switches, "
-        f"{nested[0]:,} to {nested[-1]:,} nested in their own phase"
+        "hooked calls per chunk: "
+        + ", ".join(f"{c[0]:,} to {c[-1]:,} {kind}" for kind, c in counts.items())
     )
     print(
-        f"one hooked call: {switch_ns:.0f} ns switching, {nested_ns:.0f} ns nested; "
-        f"the bare call {bare_ns:.0f} ns"
+        f"one hooked call, beyond the bare call: {switch_ns:.0f} ns switching phase, "
+        f"{nested_ns:.0f} ns nested in its own phase, {passed_ns:.0f} ns inside an opaque one"
     )
     print(f"end of a task (digests): {end_us:.1f} us")
     print()

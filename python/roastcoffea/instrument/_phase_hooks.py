@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import queue
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ from roastcoffea.instrument import phases
 from roastcoffea.instrument._counters import COUNTERS
 
 Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
+_THREAD = phases.THREAD  # read directly: the hooks run hundreds of times per chunk
 
 
 def _quietly(bookkeeping: Callable[..., Any], *args: Any) -> Any:
@@ -60,14 +62,17 @@ def _charged(
     phase: str, func: Callable[..., Any], args: tuple, kwargs: dict, opaque: bool = False
 ) -> Any:
     """``func(*args, **kwargs)`` with its time charged to ``phase`` when a task is measured."""
-    task = phases.current()
-    if task is None or task.opaque:
+    task = _THREAD.task
+    if task is None:
         return func(*args, **kwargs)
-    task.enter(phase, opaque=opaque)
+    if task.opaque:
+        task.passed += 1
+        return func(*args, **kwargs)
+    task.enter(phase, opaque)
     try:
         return func(*args, **kwargs)
     finally:
-        task.leave(opaque=opaque)
+        task.leave(opaque)
 
 
 def _timed(func: Callable[..., Any], phase: str, *, opaque: bool = False) -> Callable[..., Any]:
@@ -85,7 +90,7 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def events(*args: Any, **kwargs: Any) -> Any:
         result = timed(*args, **kwargs)
-        task = phases.current()
+        task = _THREAD.task
         if task is not None and task.in_work:
             task.rebase("user")
         return result
@@ -94,15 +99,17 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _column(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator."""
+    """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator.
 
-    timed = _interpret(func)
+    The lookup itself is not timed: it runs inside ``events()`` (interpret) and, for a
+    virtual column, only makes the generator; building the column is timed.
+    """
 
     @functools.wraps(func)
     def getitem(self: Any, key: Any) -> Any:
-        result = timed(self, key)
-        if isinstance(result, functools.partial) and phases.current() is not None:
-            return functools.partial(_build_column, result)  # virtual: time the generator
+        result = func(self, key)
+        if _THREAD.task is not None and isinstance(result, functools.partial):
+            return functools.partial(_build_column, result)
         return result
 
     return getitem
@@ -132,8 +139,13 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        task = phases.current()
-        if task is None or task.opaque or not _quietly(is_read, self):
+        task = _THREAD.task
+        if task is None:
+            return func(self, *args, **kwargs)
+        if task.opaque:
+            task.passed += 1
+            return func(self, *args, **kwargs)
+        if not _quietly(is_read, self):
             return func(self, *args, **kwargs)
         task.enter("read")
         try:
@@ -169,7 +181,7 @@ def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def decompress(self: Any, data: Any, uncompressed_bytes: Any = None) -> Any:
-        task = phases.current()
+        task = _THREAD.task
         if task is None or task.opaque:
             return func(self, data, uncompressed_bytes)
         task.enter("decompress")
@@ -190,7 +202,7 @@ def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def compress(item: Any, compression: Any) -> Any:
-        task = phases.current()
+        task = _THREAD.task
         if task is None or item is None or compression is None:
             return func(item, compression)
         task.output_measured = True
@@ -220,7 +232,7 @@ def _work_function(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _in_work(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    task = phases.current()
+    task = _THREAD.task
     if task is None:
         return func(*args, **kwargs)
     task.item = _quietly(_work_item, args, kwargs)
@@ -282,6 +294,43 @@ def _wrap_descriptor(original: Any, wrapper: Wrapper) -> Any:
     return wrapper(original)
 
 
+def calibrate(calls: int = 2000) -> tuple[float, float, float]:
+    """Time each kind of hooked call, once per process; returns the costs in seconds.
+
+    A hooked no-op that switches phase, one nested in its own phase and one
+    passing inside an opaque phase, each against the bare no-op; the clock
+    multiplies them by its calls (:meth:`phases.TaskPhases.clock_seconds`).
+    """
+    if phases.call_costs()[0]:
+        return phases.call_costs()
+
+    def noop() -> None:
+        pass
+
+    def per_call(func: Callable[[], None]) -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            func()
+        return (time.perf_counter() - t0) / calls
+
+    hooked = _timed(noop, "read")
+    scratch, saved = phases.TaskPhases(), _THREAD.task
+    _THREAD.task = scratch
+    try:
+        bare = per_call(noop)
+        switch = per_call(hooked)
+        scratch.enter("read")
+        nested = per_call(hooked)
+        scratch.leave()
+        scratch.enter("open", True)
+        passed = per_call(hooked)
+        scratch.leave(True)
+    finally:
+        _THREAD.task = saved
+    phases.set_call_costs(*(max(cost - bare, 0.0) for cost in (switch, nested, passed)))
+    return phases.call_costs()
+
+
 def install() -> None:
     """Hook coffea and uproot in this process (once, however many callers)."""
     global _users
@@ -290,7 +339,7 @@ def install() -> None:
         if _users > 1:
             return
         try:
-            phases.calibrate()
+            calibrate()
             for owner, name, wrapper in _targets():
                 original = vars(owner)[name]
                 setattr(owner, name, _wrap_descriptor(original, wrapper))

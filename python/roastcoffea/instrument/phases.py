@@ -67,16 +67,20 @@ class TaskPhases:
     output_measured : bool
         Whether the output was compressed inside the task (coffea's
         ``compression`` on); otherwise Dask serialises it after the task.
+    opaque : int
+        Depth of opaque phases running: while above 0, hooked calls charge
+        nothing of their own.
     switches : int
         Phase switches: hooked calls that read the clocks on entry and exit.
     nested : int
         Hooked calls inside a call of the same phase: they charge nothing
         of their own (the time goes to that phase either way) and read no clock.
+    passed : int
+        Hooked calls inside an opaque phase, which only pass the call on.
     """
 
     __slots__ = (
         "_c",
-        "_opaque",
         "_stack",
         "_t",
         "codecs",
@@ -84,7 +88,9 @@ class TaskPhases:
         "in_work",
         "item",
         "nested",
+        "opaque",
         "output_measured",
+        "passed",
         "read_bytes",
         "started",
         "switches",
@@ -101,8 +107,9 @@ class TaskPhases:
         self.in_work = False
         self.switches = 0
         self.nested = 0
+        self.passed = 0
+        self.opaque = 0
         self._stack = ["other"]
-        self._opaque = 0
         self._t = self.started = perf_counter()
         self._c = thread_time()
 
@@ -118,12 +125,7 @@ class TaskPhases:
         self._t, self._c = t, c
         return dw, dc
 
-    @property
-    def opaque(self) -> bool:
-        """Whether an opaque phase runs: nested hooks then charge nothing of their own."""
-        return self._opaque > 0
-
-    def enter(self, phase: str, *, opaque: bool = False) -> None:
+    def enter(self, phase: str, opaque: bool = False) -> None:
         """Start charging ``phase`` (until the matching :meth:`leave`)."""
         stack = self._stack
         if phase == stack[-1] and not opaque:
@@ -132,14 +134,14 @@ class TaskPhases:
             self._charge()
             self.switches += 1
         stack.append(phase)
-        self._opaque += opaque
+        self.opaque += opaque
 
-    def leave(self, *, opaque: bool = False) -> tuple[float, float]:
+    def leave(self, opaque: bool = False) -> tuple[float, float]:
         """Stop charging the top phase; returns the (wall, cpu) of its last stretch
         (zero for a call nested in its own phase)."""
         stack = self._stack
         phase = stack.pop()
-        self._opaque -= opaque
+        self.opaque -= opaque
         if phase == stack[-1] and not opaque:
             return 0.0, 0.0
         return self._charge_as(phase)
@@ -159,8 +161,9 @@ class TaskPhases:
         stats[3] += size_out
 
     def clock_seconds(self) -> float:
-        """The clock's own cost in this task, estimated from :func:`calibrate`'s timings."""
-        return self.switches * _switch_seconds + self.nested * _nested_seconds
+        """The clock's own cost in this task: its hooked calls times their timed costs."""
+        switch, nested, passed = _call_seconds
+        return self.switches * switch + self.nested * nested + self.passed * passed
 
     def close(self) -> float:
         """Charge the last stretch; returns the wall seconds the clock ran."""
@@ -168,39 +171,27 @@ class TaskPhases:
         return self._t - self.started
 
 
-_LOCAL = threading.local()
-
-#: Seconds one phase switch (enter and leave) and one nested call cost, from :func:`calibrate`.
-_switch_seconds = _nested_seconds = 0.0
+class _ThreadTask(threading.local):
+    task: TaskPhases | None = None
 
 
-def calibrate(pairs: int = 2000) -> float:
-    """Measure, once per process, what one phase switch costs; returns it in seconds.
+#: The clock of the task each thread runs (``THREAD.task``, None when none is measured).
+THREAD = _ThreadTask()
 
-    Times ``pairs`` enter/leave pairs on a scratch clock, the work a hooked
-    call adds, and as many nested in a phase of their own; the worker plugin
-    reports the clock's cost as :meth:`TaskPhases.clock_seconds`.
-    """
-    global _switch_seconds, _nested_seconds
-    if not _switch_seconds:
-        scratch = TaskPhases()
-        t0 = perf_counter()
-        for _ in range(pairs):
-            scratch.enter("read")
-            scratch.leave()
-        t1 = perf_counter()
-        scratch.enter("read")
-        for _ in range(pairs):
-            scratch.enter("read")
-            scratch.leave()
-        _nested_seconds = (perf_counter() - t1) / pairs
-        _switch_seconds = (t1 - t0) / pairs
-    return _switch_seconds
+#: Seconds a hooked call adds when it switches phase, when it is nested in its own
+#: phase, and when it passes inside an opaque phase; set by the hooks' calibration.
+_call_seconds = (0.0, 0.0, 0.0)
 
 
-def switch_seconds() -> float:
-    """The cost of one phase switch measured by :func:`calibrate` (0 before it ran)."""
-    return _switch_seconds
+def set_call_costs(switch: float, nested: float, passed: float) -> None:
+    """Set what each kind of hooked call costs, for :meth:`TaskPhases.clock_seconds`."""
+    global _call_seconds
+    _call_seconds = (switch, nested, passed)
+
+
+def call_costs() -> tuple[float, float, float]:
+    """The (switch, nested, passed) seconds of a hooked call; zeros before calibration."""
+    return _call_seconds
 
 
 #: Receives each finished task clock (set by the worker plugin); None: nobody listens.
@@ -215,7 +206,7 @@ def set_sink(sink: Callable[[TaskPhases], None] | None) -> None:
 
 def current() -> TaskPhases | None:
     """The clock of the task this thread runs, or None."""
-    return getattr(_LOCAL, "task", None)
+    return THREAD.task
 
 
 def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -227,11 +218,11 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """
     if _sink is None or current() is not None:
         return func(*args, **kwargs)
-    task = _LOCAL.task = TaskPhases()
+    task = THREAD.task = TaskPhases()
     try:
         return func(*args, **kwargs)
     finally:
-        _LOCAL.task = None
+        THREAD.task = None
         try:
             task.close()
             sink = _sink
@@ -252,8 +243,8 @@ def own_work() -> Iterator[None]:
     if task is None:
         yield
         return
-    task.enter("other", opaque=True)
+    task.enter("other", True)
     try:
         yield
     finally:
-        task.leave(opaque=True)
+        task.leave(True)
