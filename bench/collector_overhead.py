@@ -1,205 +1,298 @@
-"""Wall time of the demo workload with and without the MetricsCollector.
+"""What monitoring costs an analysis, side by side with the bare run, at small and large chunks.
 
-What it measures: the demo analysis (``roastcoffea.demo``: dijet + dimuon processor on
-synthetic NanoAOD, by default the demo's 2,000,000 events in 8 files with chunks of
-100,000 events; coffea ``Runner`` + ``DaskExecutor``) on a
-``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``, in three variants:
+What it measures: the ``Analysis`` processor of ``bench/workload.py`` (leading dijet mass and
+good muons in two ``track_time`` sections) on the demo's synthetic NanoAOD, with coffea
+``Runner`` + ``DaskExecutor`` on ``LocalCluster(n_workers=2, threads_per_worker=1,
+processes=True)``, at two chunk sizes:
 
-- bare: the processor's undecorated ``process`` (``DemoProcessor.process.__wrapped__``,
-  whose sections then do nothing), no roastcoffea plugin on the cluster (stopped
-  before the run); timed around the ``Runner`` call;
-- instrumented: ``DemoProcessor`` with ``@track_metrics`` and its sections, the plugin
-  registered, no collector; timed around the ``Runner`` call. This is the cost of the
-  chunk instrumentation and of the plugin;
-- collected: as instrumented, inside ``MetricsCollector(client, live=False)`` with
-  ``set_coffea_report`` in the block; timed from before ``__enter__`` to after
-  ``__exit__`` (flush, snapshot and the metrics included).
+- 1,000-event chunks: 200,000 events in 2 files, 200 chunks per run;
+- 100,000-event chunks: 2,000,000 events in 8 files, 20 chunks per run.
 
-The plugin is registered before the timer: registering is a once-per-cluster cost,
-reported separately. After one warm-up run of each variant, every round runs the three
-in a rotating order (the position in the round changes from round to round), for
-``--rounds`` rounds. The figure is the median of the per-round ratios collected / bare
-(target <= 1.02), with instrumented / bare and collected / instrumented beside it to
-say where a cost comes from, and the median wall times with their interquartile ranges.
-Beside the wall time, each run records the CPU seconds of the process hosting the
-scheduler and the client, and of the workers (``os.times()`` read before and after the
-run, outside the timer): they show where a cost lands, and they do not depend on how the
-last chunks happened to fall on the two workers, which moves the wall time by up to one
-chunk. Nothing is asserted; the script prints figures.
+Each round runs two variants, in alternating order:
+
+- bare: the undecorated processor, no roastcoffea plugin on the cluster;
+- collected: ``@track_metrics``, the plugin registered (once per cluster, outside the
+  timer), the run inside ``MetricsCollector(client)`` with ``set_coffea_report``; timed
+  from before ``__enter__`` to after ``__exit__``.
+
+Per round, paired: the wall-time ratio collected / bare, the ratio of the workers' CPU
+seconds (``os.times()`` of each worker process, read outside the timer: every thread, the
+event loop's included), and the cost per chunk, the workers' extra CPU over the chunks. The
+figures are means over the rounds with their 95 % confidence intervals (Student's t).
+Targets: collected / bare <= 1.02 at 1,000-event chunks and <= 1.005 at 100,000-event
+chunks, on the wall and on the workers' CPU; <= 1 ms of workers' CPU per chunk.
+
+Where a chunk's cost goes, from the collected runs' own figures (their metrics): the
+instrumentation's thread CPU (measured in every chunk record), the phase clock (estimated
+from its calls and their timed cost), and the rest of the measured cost per chunk (the worker
+plugin's task-end work on the event loop, and what the two do not see).
+
+roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
+decorator and collector, which also takes ``extract_metrics_from_output``); see
+docs/performance.md for making that venv. Each version runs in its own Python process, ours
+first. Nothing is asserted; the script prints figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from coffea import processor
-from coffea.nanoevents import NanoAODSchema
-from common import cpu_seconds, data_dir, iqr, machine, median, spread, table, verdict
-from distributed import Client, LocalCluster
-
-from roastcoffea import MetricsCollector, RoastPlugin
-from roastcoffea.demo.analysis import DATASET, DEFAULT_CHUNKSIZE, DemoProcessor
-from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, TREE, ensure_files
-from roastcoffea.plugin import stop
-
-TARGET_RATIO = 1.02
-VARIANTS = ("bare", "instrumented", "collected")
+RESULT = "COLLECTOR-OVERHEAD-RESULT "
+#: chunk size -> (events, files) of the workload; --quick shrinks both.
+SIZES = {1_000: (200_000, 2), 100_000: (2_000_000, 8)}
+QUICK_SIZES = {1_000: (20_000, 1), 50_000: (400_000, 4)}
+#: chunk size -> the largest collected / bare ratio the target allows.
+TARGETS = {1_000: 1.02, 100_000: 1.005}
+TARGET_MS_PER_CHUNK = 1.0
 
 
-class BareProcessor(DemoProcessor):
-    """The demo processor without ``@track_metrics`` (its sections then do nothing)."""
+# --- one version, in its own process -------------------------------------------------
 
-    process = DemoProcessor.process.__wrapped__  # type: ignore[attr-defined]
+
+def worker_cpu_seconds() -> float:
+    import os
+
+    times = os.times()
+    return times.user + times.system
 
 
 def has_plugin(dask_scheduler: Any) -> bool:
     return "roastcoffea" in dask_scheduler.plugins
 
 
-def make_runner(client: Client, chunksize: int) -> processor.Runner:
-    return processor.Runner(
-        executor=processor.DaskExecutor(client=client, status=False),
-        schema=NanoAODSchema,
-        chunksize=chunksize,
-        savemetrics=True,
-    )
+class Rounds:
+    """The two variants on one cluster, under whichever roastcoffea is installed."""
 
+    def __init__(self, client: Any, files: list[str], chunksize: int) -> None:
+        import roastcoffea
 
-class Bench:
-    """The three variants on one cluster, with what they measured."""
-
-    def __init__(self, client: Client, fileset: dict[str, Any], chunksize: int) -> None:
         self.client = client
-        self.fileset = fileset
+        self.fileset = {"synthetic": {"files": dict.fromkeys(files, "Events")}}
         self.chunksize = chunksize
-        self.registrations: list[float] = []
-        self.exits: list[float] = []
-        self.errors: list[str] = []
+        self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
+        self.parts: list[dict[str, Any]] = []
 
-    def run(self, variant: str) -> tuple[float, float, float]:
-        """One run: (wall s, CPU s of the process hosting the scheduler and the client,
-        CPU s of the workers summed); the CPU readings are taken outside the wall timer."""
+    def _cluster_for(self, variant: str) -> None:
+        if self.plugin is None:
+            return
+        from roastcoffea.plugin import stop
+
         if variant == "bare":
             if self.client.run_on_scheduler(has_plugin):
                 stop(self.client)
         else:
-            start = time.perf_counter()
-            self.client.register_plugin(RoastPlugin())
-            self.registrations.append(time.perf_counter() - start)
-        runner = make_runner(self.client, self.chunksize)
-        proc = BareProcessor() if variant == "bare" else DemoProcessor()
-        workers0 = sum(self.client.run(cpu_seconds).values())
-        cpu0 = cpu_seconds()
+            self.client.register_plugin(self.plugin())
+
+    def run(self, variant: str) -> tuple[float, float]:
+        """One run: (wall seconds, workers' CPU seconds)."""
+        from coffea import processor
+        from coffea.nanoevents import NanoAODSchema
+        from workload import Analysis, BareAnalysis
+
+        from roastcoffea import MetricsCollector
+
+        self._cluster_for(variant)
+        proc = BareAnalysis() if variant == "bare" else Analysis()
+        runner = processor.Runner(
+            executor=processor.DaskExecutor(client=self.client, status=False),
+            schema=NanoAODSchema,
+            chunksize=self.chunksize,
+            savemetrics=True,
+        )
+        cpu0 = sum(self.client.run(worker_cpu_seconds).values())
         start = time.perf_counter()
-        if variant != "collected":
-            runner(self.fileset, proc, treename=TREE)
+        if variant == "bare":
+            runner(self.fileset, processor_instance=proc, treename="Events")
         else:
-            with MetricsCollector(self.client, live=False) as mc:
-                _, report = runner(self.fileset, proc, treename=TREE)
+            with MetricsCollector(self.client, processor_instance=proc) as mc:
+                output, report = runner(self.fileset, processor_instance=proc, treename="Events")
+                mc.extract_metrics_from_output(output)
                 mc.set_coffea_report(report)
         wall = time.perf_counter() - start
-        cpu = cpu_seconds() - cpu0
-        workers = sum(self.client.run(cpu_seconds).values()) - workers0
+        cpu = sum(self.client.run(worker_cpu_seconds).values()) - cpu0
         if variant == "collected":
-            self.exits.append(mc.get_metrics()["monitoring"]["exit_seconds"])
-            self.errors += mc.collector_errors
-        return wall, cpu, workers
+            self.parts.append(own_figures(mc.get_metrics()))
+        return wall, cpu
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="events in all files")
-    parser.add_argument("--files", type=int, default=DEFAULT_FILES, help="number of files")
-    parser.add_argument("--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help="chunk size")
-    parser.add_argument("--rounds", type=int, default=6, help="rounds (one run of each variant)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
-    parser.add_argument("--quick", action="store_true", help="400k events in 4 files, 5 rounds")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.events, args.files, args.chunksize, args.rounds = 400_000, 4, 50_000, 5
-    files = ensure_files(
-        args.data_dir or data_dir(args.events, args.files), args.events, args.files
-    )
-    fileset = {DATASET: {"files": {str(p): TREE for p in files}}}
-    print(
-        f"collector overhead: {args.events:,} events in {args.files} files, "
-        f"chunksize {args.chunksize:,}, {args.rounds} rounds; {machine()}"
-    )
+def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
+    """What a collected run says of itself (ours; 0.1.2 has none of these)."""
+    keys = ("num_chunks", "instrument_cpu_seconds", "phase_clock_seconds", "total_events")
+    return {key: metrics.get(key) for key in keys}
 
-    # per variant, per round: wall s, scheduler+client CPU s, workers CPU s
-    samples: dict[str, list[tuple[float, float, float]]] = {v: [] for v in VARIANTS}
+
+def child(files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
+    """Run in one Python process: a warm-up of each variant, then ``rounds`` rounds."""
+    from coffea.nanoevents import NanoAODSchema
+    from distributed import Client, LocalCluster
+
+    import roastcoffea
+
+    NanoAODSchema.warn_missing_crossrefs = False
+    samples: dict[str, list[tuple[float, float]]] = {"bare": [], "collected": []}
     with (
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
-        bench = Bench(client, fileset, args.chunksize)
-        for variant in VARIANTS:  # warm-up: imports, page cache
-            bench.run(variant)
-        for i in range(args.rounds):
-            order = VARIANTS[i % 3 :] + VARIANTS[: i % 3]
-            if i % 6 >= 3:
-                order = order[::-1]
-            times = {variant: bench.run(variant) for variant in order}
-            for variant, sample in times.items():
-                samples[variant].append(sample)
-            print(
-                f"  round {i} ({', '.join(order)}): "
-                + ", ".join(f"{v} {times[v][0]:.2f} s" for v in VARIANTS)
-                + f"; collected / bare {times['collected'][0] / times['bare'][0]:.3f}",
-                flush=True,
-            )
+        rounds_ = Rounds(client, files, chunksize)
+        for variant in samples:  # warm-up: imports, page cache, tree indexes
+            rounds_.run(variant)
+        rounds_.parts.clear()
+        for i in range(rounds):
+            order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
+            for variant in order:
+                samples[variant].append(rounds_.run(variant))
+    return {"version": roastcoffea.__version__, "samples": samples, "parts": rounds_.parts}
 
-    def column(variant: str, k: int) -> list[float]:
-        return [sample[k] for sample in samples[variant]]
 
-    def paired(num: str, den: str, k: int) -> list[float]:
-        return [a / b for a, b in zip(column(num, k), column(den, k), strict=True)]
+def spawn(python: str, files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
+    """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
+    command = [python, str(Path(__file__).resolve()), "--child", "--rounds", str(rounds)]
+    command += ["--chunksize", str(chunksize), *files]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT) :])
+    tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+    return {"error": f"exit status {done.returncode}: " + "\n".join(tail)}
 
-    print()
-    print(
-        table(
-            ["variant", "median wall s", "IQR s", "sched+client CPU s", "workers CPU s"],
+
+# --- the report ----------------------------------------------------------------------
+
+
+def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
+    """Per round: wall ratio, workers' CPU ratio, and extra workers' CPU per chunk in ms."""
+    bare, collected = result["samples"]["bare"], result["samples"]["collected"]
+    pairs = list(zip(bare, collected, strict=True))
+    return {
+        "wall": [c[0] / b[0] for b, c in pairs],
+        "cpu": [c[1] / b[1] for b, c in pairs],
+        "ms": [1e3 * (c[1] - b[1]) / chunks for b, c in pairs],
+    }
+
+
+def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]]) -> None:
+    from common import interval, table, verdict
+
+    def shown(values: list[float], digits: int) -> str:
+        mean, low, high = interval(values)
+        return f"{mean:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
+
+    rows, figures = [], {}
+    for name, result in results.items():
+        if "error" in result:
+            rows.append([name, "-", "-", "-", "not measured"])
+            continue
+        figures[name] = paired(result, chunks)
+        walls = [c[0] for c in result["samples"]["collected"]]
+        rows.append(
             [
-                [
-                    v,
-                    f"{median(column(v, 0)):.2f}",
-                    iqr(column(v, 0), 2),
-                    f"{median(column(v, 1)):.2f}",
-                    f"{median(column(v, 2)):.2f}",
-                ]
-                for v in VARIANTS
-            ],
+                f"{name} ({result['version']})",
+                shown(figures[name]["wall"], 4),
+                shown(figures[name]["cpu"], 4),
+                shown(figures[name]["ms"], 2),
+                f"{sorted(walls)[len(walls) // 2]:.2f}",
+            ]
         )
-    )
-    print()
-    rows = []
-    pairs = (("collected", "bare"), ("instrumented", "bare"), ("collected", "instrumented"))
-    for num, den in pairs:
-        row = [f"{num} / {den}"]
-        for k in range(3):
-            values = paired(num, den, k)
-            row += spread(values, 3)
-        rows.append(row)
-    headers = ["paired per round", "wall", "IQR", "sched+client CPU", "IQR", "workers CPU", "IQR"]
+    headers = [
+        "collected / bare",
+        "wall (95% CI)",
+        "workers CPU (95% CI)",
+        "workers CPU ms per chunk (95% CI)",
+        "median wall s",
+    ]
     print(table(headers, rows))
-    ratio = median(paired("collected", "bare", 0))
-    print()
+    for name, result in results.items():
+        if "error" in result:
+            print(f"{name}: not measured: {result['error']}")
+    ours = figures.get("ours")
+    if ours is None:
+        return
+    target = TARGETS.get(chunksize)
+    wall_high, cpu_high, ms_high = (interval(ours[k])[2] for k in ("wall", "cpu", "ms"))
+    if target is not None:
+        print(
+            f"ours, upper end of the 95% CI: wall {wall_high:.4f}, workers' CPU {cpu_high:.4f}; "
+            f"target <= {target}: {verdict(max(wall_high, cpu_high) <= target)}"
+        )
     print(
-        f"median per-round wall ratio collected / bare: {ratio:.3f}, target <= {TARGET_RATIO}: "
-        f"{verdict(ratio <= TARGET_RATIO)}"
+        f"ours, cost per chunk: upper end {ms_high:.2f} ms, target <= {TARGET_MS_PER_CHUNK} ms: "
+        f"{verdict(ms_high <= TARGET_MS_PER_CHUNK)}"
     )
+    report_parts(results["ours"]["parts"], interval(ours["ms"])[0])
+    theirs = figures.get("0.1.2")
+    if theirs is not None:
+        ratio = interval(theirs["ms"])[0] / interval(ours["ms"])[0]
+        print(f"0.1.2's cost per chunk / ours: {ratio:.1f}x")
+
+
+def report_parts(parts: list[dict[str, Any]], measured_ms: float) -> None:
+    """The cost per chunk split by what the collected runs measured of themselves."""
+    chunks = sum(p["num_chunks"] or 0 for p in parts)
+    if not chunks or any(p["instrument_cpu_seconds"] is None for p in parts):
+        print("parts: the collected runs did not report their own cost")
+        return
+    own = 1e3 * sum(p["instrument_cpu_seconds"] for p in parts) / chunks
+    clock = 1e3 * sum(p["phase_clock_seconds"] or 0.0 for p in parts) / chunks
+    rest = measured_ms - own - clock
     print(
-        f"collector __exit__ (its own clock): median {median(bench.exits) * 1e3:.1f} ms; "
-        f"plugin registration (once per cluster, not in the ratios): "
-        f"median {median(bench.registrations) * 1e3:.1f} ms"
+        "ours, where a chunk's cost goes (the runs' own figures, per chunk): "
+        f"instrumentation {own:.3f} ms ({100 * own / measured_ms:.0f}%, measured thread CPU), "
+        f"phase clock {clock:.3f} ms ({100 * clock / measured_ms:.0f}%, estimated), "
+        f"the rest {rest:.3f} ms ({100 * rest / measured_ms:.0f}%: the plugin's task-end "
+        "work, the event loop)"
     )
-    if bench.errors:
-        print(f"collector errors: {bench.errors}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per chunk size (10)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=list(SIZES), help="chunk sizes to run"
+    )
+    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
+    parser.add_argument("--quick", action="store_true", help="small files, 3 rounds")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        result = child(args.paths, args.chunksize, args.rounds)
+        print(RESULT + json.dumps(result), flush=True)
+        return 0
+
+    from common import data_dir, machine
+
+    from roastcoffea.demo.nanoaod import ensure_files
+
+    sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
+    rounds = 3 if args.quick else args.rounds
+    pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
+    print(f"collector overhead: {rounds} rounds per chunk size and version; {machine()}")
+    for chunksize, (events, n_files) in sizes.items():
+        files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
+        chunks = n_files * -(-events // n_files // chunksize)
+        print(
+            f"\nchunks of {chunksize:,} events: {events:,} events in {n_files} files, "
+            f"{chunks} chunks per run",
+            flush=True,
+        )
+        results = {}
+        for name, python in pythons.items():
+            if not Path(python).exists():
+                results[name] = {"error": f"{python} not found (venv not made)"}
+                continue
+            results[name] = spawn(python, files, chunksize, rounds)
+        report_size(chunksize, chunks, results)
     return 0
 
 

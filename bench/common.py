@@ -45,6 +45,17 @@ def spread(values: Sequence[float], digits: int = 0) -> list[str]:
     return [f"{median(values):.{digits}f}", iqr(values, digits)]
 
 
+def interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95 % confidence interval (Student's t)."""
+    from scipy import stats
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, mean, mean
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, mean - half, mean + half
+
+
 def data_dir(events: int, files: int) -> Path:
     """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
     return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"

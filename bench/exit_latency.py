@@ -30,32 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import awkward as ak
 from coffea import processor
-
-from roastcoffea import track_metrics, track_time  # whichever roastcoffea runs this file
+from workload import TREE, Analysis
 
 TARGET_MS = 50.0
-TREE = "Events"
 RESULT = "EXIT-LATENCY-RESULT "
-
-
-class Analysis(processor.ProcessorABC):
-    """Leading dijet mass and good-muon count, in two timed sections."""
-
-    @track_metrics
-    def process(self, events: Any) -> dict[str, Any]:
-        with track_time(self, "jets"):
-            jets = events.Jet[events.Jet.pt > 30]
-            dijets = jets[ak.num(jets) >= 2]
-            mjj = (dijets[:, 0] + dijets[:, 1]).mass
-        with track_time(self, "muons"):
-            muons = events.Muon[(events.Muon.pt > 15) & (abs(events.Muon.eta) < 2.4)]
-            n_muons = int(ak.sum(ak.num(muons)))
-        return {"events": len(events), "mjj_sum": float(ak.sum(mjj)), "muons": n_muons}
-
-    def postprocess(self, accumulator: Any) -> Any:
-        return accumulator
 
 
 def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:

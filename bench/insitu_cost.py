@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from common import machine, table, verdict
+from common import interval, machine, table, verdict
 from distributed import Client
-from scipy import stats
 
 #: Seconds a round waits for the scheduler to forget its tasks.
 FORGET_TIMEOUT = 60.0
@@ -103,15 +102,6 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
         times = process.cpu_times()
         total += times.user + times.system
     return total
-
-
-def interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high) of the 95 % confidence interval of the mean."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, mean, mean
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
 
 
 def start(*args: str) -> subprocess.Popen:

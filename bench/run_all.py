@@ -1,7 +1,8 @@
 """Runs the benchmarks of bench/ in turn and prints their figures (`make bench`).
 
 All but exit_latency.py, which compares against roastcoffea 0.1.2 in a venv of its own
-(docs/performance.md says how to make it).
+(docs/performance.md says how to make it); collector_overhead.py measures 0.1.2 beside ours
+when that venv exists, and says so when it does not.
 
 Each benchmark runs in its own Python process (the same interpreter), so a cluster or a
 large aggregator of one never weighs on the next. `--quick` is passed through for a short
@@ -23,6 +24,7 @@ BENCHMARKS = (
     "flush_latency.py",
     "series_memory.py",
     "collector_overhead.py",
+    "chunk_cost.py",
     "instrument_cost.py",
     "phase_cost.py",
     "insitu_cost.py",
