@@ -24,6 +24,7 @@ BENCHMARKS = (
     "flush_latency.py",
     "series_memory.py",
     "collector_overhead.py",
+    "consecutive_runs.py",
     "chunk_cost.py",
     "instrument_cost.py",
     "phase_cost.py",
