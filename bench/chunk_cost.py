@@ -30,11 +30,11 @@ import warnings
 from pathlib import Path
 
 import uproot
-from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import chunk_arguments, demo_chunks, interval, table, verdict
-from workload import TREE, Analysis, BareAnalysis
+from coffea.nanoevents import NanoAODSchema
+from common import chunk_arguments, demo_chunks, interval, phase_hooks, table, verdict
+from workload import Analysis, BareAnalysis, chunk_events
 
-from roastcoffea.instrument import _phase_hooks, phases
+from roastcoffea.instrument import phases
 from roastcoffea.plugin.phases import digest_task_phases
 from roastcoffea.records import drain_local_records
 
@@ -44,25 +44,7 @@ TARGET_MS = 1.0
 def work(processor: Analysis | BareAnalysis, path: Path, start: int, stop: int) -> None:
     """One chunk as coffea's work function runs it."""
     with uproot.open({str(path): None}) as file:
-        metadata = {
-            "dataset": "demo",
-            "filename": str(path),
-            "treename": TREE,
-            "entrystart": start,
-            "entrystop": stop,
-            "fileuuid": str(file.file.uuid),
-        }
-        factory = NanoEventsFactory.from_root(
-            file=file,
-            treepath=TREE,
-            schemaclass=NanoAODSchema,
-            metadata=metadata,
-            access_log=[],
-            mode="virtual",
-            entry_start=start,
-            entry_stop=stop,
-        )
-        processor.process(factory.events())
+        processor.process(chunk_events(file, str(path), start, stop))
 
 
 class Monitored:
@@ -76,15 +58,10 @@ class Monitored:
         self.clocks.append(task.clock_seconds())
 
     def run(self, chunk: tuple[Path, int, int]) -> float:
-        _phase_hooks.install()
-        phases.set_sink(self.sink)
-        try:
+        with phase_hooks(self.sink):
             c0 = time.thread_time()
             phases.run_task(work, (Analysis(), *chunk), {})
             return time.thread_time() - c0
-        finally:
-            phases.set_sink(None)
-            _phase_hooks.uninstall()
 
 
 def bare(chunk: tuple[Path, int, int]) -> float:

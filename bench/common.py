@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import platform
 import statistics
+import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from distributed import Client, LocalCluster
 
@@ -94,6 +97,32 @@ def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, i
         for start in range(0, per_file, args.chunksize)
     ]
     return directory, ranges[: args.chunks]
+
+
+@contextlib.contextmanager
+def phase_hooks(sink: Callable[[Any], None]) -> Iterator[None]:
+    """The phase hooks installed, every finished task clock handed to ``sink``."""
+    from roastcoffea.instrument import _phase_hooks, phases
+
+    _phase_hooks.install()
+    phases.set_sink(sink)
+    try:
+        yield
+    finally:
+        phases.set_sink(None)
+        _phase_hooks.uninstall()
+
+
+def run_child(python: str, script: str, args: list[str], marker: str) -> dict[str, Any]:
+    """Run ``script`` with ``python`` (another venv, say) and return the JSON it printed
+    after ``marker``, or ``{"error": ...}`` with the end of its output."""
+    command = [python, str(Path(script).resolve()), *args]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    for line in done.stdout.splitlines():
+        if line.startswith(marker):
+            return json.loads(line[len(marker) :])
+    tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+    return {"error": f"exit status {done.returncode}: " + "\n".join(tail)}
 
 
 def cpu_seconds() -> float:

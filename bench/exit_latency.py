@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -82,14 +80,10 @@ def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
 
 def spawn(python: str, files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
-    command = [python, str(Path(__file__).resolve()), "--child", "--runs", str(runs)]
-    command += ["--chunksize", str(chunksize), *files]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT):
-            return json.loads(line[len(RESULT) :])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
-    return {"error": f"exit status {done.returncode}: " + "\n".join(tail)}
+    from common import run_child
+
+    args = ["--child", "--runs", str(runs), "--chunksize", str(chunksize), *files]
+    return run_child(python, __file__, args, RESULT)
 
 
 def main(argv: list[str] | None = None) -> int:

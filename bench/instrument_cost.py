@@ -22,39 +22,14 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
 
 import uproot
-from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
 from common import chunk_arguments, demo_chunks, spread, table
+from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
-from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument._measure import Measure
 from roastcoffea.records import drain_local_records
-
-
-def open_chunk(file, path: Path, start: int, stop: int):
-    """The chunk's events as coffea's executor builds them (virtual, with an access log)."""
-    metadata = {
-        "dataset": "demo",
-        "filename": str(path),
-        "treename": TREE,
-        "entrystart": start,
-        "entrystop": stop,
-        "fileuuid": str(file.file.uuid),
-    }
-    factory = NanoEventsFactory.from_root(
-        file=file,
-        treepath=TREE,
-        schemaclass=NanoAODSchema,
-        metadata=metadata,
-        access_log=[],
-        mode="virtual",
-        entry_start=start,
-        entry_stop=stop,
-    )
-    return factory.events()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         for path, start, stop in ranges:
             with uproot.open({str(path): None}) as file:
-                events = open_chunk(file, path, start, stop)
+                events = chunk_events(file, str(path), start, stop)
                 t0 = time.perf_counter()
                 measure = Measure(events)
                 t1 = time.perf_counter()

@@ -22,16 +22,16 @@ The figures are medians over chunks and repeats; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import warnings
 from pathlib import Path
 
 import uproot
-from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
-from common import chunk_arguments, demo_chunks, median, spread, table
+from common import chunk_arguments, demo_chunks, median, phase_hooks, spread, table
+from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
-from roastcoffea.demo.nanoaod import TREE
 from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.instrument.phases import TaskPhases
 from roastcoffea.plugin.phases import digest_task_phases
@@ -40,42 +40,22 @@ from roastcoffea.plugin.phases import digest_task_phases
 def work(path: Path, start: int, stop: int) -> None:
     """One chunk as coffea's work function runs it, with the demo's processor."""
     with uproot.open({str(path): None}) as file:
-        factory = NanoEventsFactory.from_root(
-            file=file,
-            treepath=TREE,
-            schemaclass=NanoAODSchema,
-            metadata={"dataset": "demo", "filename": str(path)},
-            mode="virtual",
-            entry_start=start,
-            entry_stop=stop,
-        )
-        DemoProcessor.process.__wrapped__(DemoProcessor(), factory.events())  # type: ignore[attr-defined]
+        events = chunk_events(file, str(path), start, stop)
+        DemoProcessor.process.__wrapped__(DemoProcessor(), events)  # type: ignore[attr-defined]
 
 
 def timed_chunk(path: Path, start: int, stop: int, hooked: bool) -> float:
-    if hooked:
-        _phase_hooks.install()
-        phases.set_sink(lambda task: None)
-    try:
+    with phase_hooks(lambda task: None) if hooked else contextlib.nullcontext():
         t0 = time.perf_counter()
         phases.run_task(work, (path, start, stop), {})
         return time.perf_counter() - t0
-    finally:
-        if hooked:
-            phases.set_sink(None)
-            _phase_hooks.uninstall()
 
 
 def clock_of(path: Path, start: int, stop: int) -> TaskPhases:
     """The finished clock of one chunk: its hooked calls and their estimated cost."""
     finished: list[TaskPhases] = []
-    _phase_hooks.install()
-    phases.set_sink(finished.append)
-    try:
+    with phase_hooks(finished.append):
         phases.run_task(work, (path, start, stop), {})
-    finally:
-        phases.set_sink(None)
-        _phase_hooks.uninstall()
     (task,) = finished
     return task
 
