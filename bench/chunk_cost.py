@@ -23,15 +23,12 @@ asserted; the script prints figures.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
-import warnings
 from pathlib import Path
 
 import uproot
-from coffea.nanoevents import NanoAODSchema
-from common import chunk_arguments, demo_chunks, interval, phase_hooks, table, verdict
+from common import interval, parse_chunk_bench, phase_hooks, table, verdict
 from workload import Analysis, BareAnalysis, chunk_events
 
 from roastcoffea.instrument import phases
@@ -71,12 +68,7 @@ def bare(chunk: tuple[Path, int, int]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    chunk_arguments(parser, 100)
-    args = parser.parse_args(argv)
-    directory, ranges = demo_chunks(args)
-    warnings.filterwarnings("ignore", module="coffea")
-    NanoAODSchema.warn_missing_crossrefs = False
+    args, directory, ranges = parse_chunk_bench(__doc__, 100, argv)
     monitored = Monitored()
     bare(ranges[0])  # warm-up: imports, page cache, the tree index
     monitored.run(ranges[0])

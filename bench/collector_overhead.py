@@ -36,11 +36,21 @@ first. Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from common import (
+    answer_parent,
+    child_arguments,
+    data_dir,
+    interval,
+    machine,
+    run_child,
+    table,
+    verdict,
+)
 
 RESULT = "COLLECTOR-OVERHEAD-RESULT "
 #: chunk size -> (events, files) of the workload; --quick shrinks both.
@@ -154,8 +164,6 @@ def child(files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
 
 def spawn(python: str, files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
-    from common import run_child
-
     args = ["--child", "--rounds", str(rounds), "--chunksize", str(chunksize), *files]
     return run_child(python, __file__, args, RESULT)
 
@@ -175,8 +183,6 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
 
 
 def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]]) -> None:
-    from common import interval, table, verdict
-
     def shown(values: list[float], digits: int) -> str:
         mean, low, high = interval(values)
         return f"{mean:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
@@ -253,18 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=list(SIZES), help="chunk sizes to run"
     )
-    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
     parser.add_argument("--quick", action="store_true", help="small files, 3 rounds")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    child_arguments(parser)
     args = parser.parse_args(argv)
     if args.child:
-        result = child(args.paths, args.chunksize, args.rounds)
-        print(RESULT + json.dumps(result), flush=True)
-        return 0
-
-    from common import data_dir, machine
+        return answer_parent(RESULT, child(args.paths, args.chunksize, args.rounds))
 
     from roastcoffea.demo.nanoaod import ensure_files
 

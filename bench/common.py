@@ -78,6 +78,31 @@ def chunk_arguments(parser: argparse.ArgumentParser, chunks: int) -> None:
     parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
 
 
+def parse_chunk_bench(
+    doc: str, chunks: int, argv: list[str] | None
+) -> tuple[argparse.Namespace, Path, list[tuple[Path, int, int]]]:
+    """The arguments of a benchmark over demo chunks, the files' directory and the chunks;
+    coffea's warnings about the synthetic files are silenced."""
+    import warnings
+
+    from coffea.nanoevents import NanoAODSchema
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    chunk_arguments(parser, chunks)
+    args = parser.parse_args(argv)
+    directory, ranges = demo_chunks(args)
+    warnings.filterwarnings("ignore", module="coffea")
+    NanoAODSchema.warn_missing_crossrefs = False
+    return args, directory, ranges
+
+
+def child_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark that also runs itself under roastcoffea 0.1.2's venv."""
+    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+
+
 def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, int]]]:
     """The demo files' directory and the first ``args.chunks`` (path, start, stop) chunks
     of ``args.chunksize`` events.
@@ -111,6 +136,12 @@ def phase_hooks(sink: Callable[[Any], None]) -> Iterator[None]:
     finally:
         phases.set_sink(None)
         _phase_hooks.uninstall()
+
+
+def answer_parent(marker: str, result: dict[str, Any]) -> int:
+    """Print a child's result where :func:`run_child` finds it; the exit status."""
+    print(marker + json.dumps(result), flush=True)
+    return 0
 
 
 def run_child(python: str, script: str, args: list[str], marker: str) -> dict[str, Any]:

@@ -21,7 +21,6 @@ ours <= 50 ms (median). Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -29,6 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from coffea import processor
+from common import (
+    answer_parent,
+    child_arguments,
+    data_dir,
+    machine,
+    median,
+    quantile,
+    run_child,
+    table,
+    verdict,
+)
 from workload import TREE, Analysis
 
 TARGET_MS = 50.0
@@ -80,8 +90,6 @@ def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
 
 def spawn(python: str, files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
-    from common import run_child
-
     args = ["--child", "--runs", str(runs), "--chunksize", str(chunksize), *files]
     return run_child(python, __file__, args, RESULT)
 
@@ -92,17 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=2, help="number of files")
     parser.add_argument("--chunksize", type=int, default=50_000, help="coffea chunk size")
     parser.add_argument("--runs", type=int, default=10, help="measured runs per version")
-    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
     parser.add_argument("--quick", action="store_true", help="100k events, 6 runs")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    child_arguments(parser)
     args = parser.parse_args(argv)
     if args.child:
-        result = child(args.paths, args.runs, args.chunksize)
-        print(RESULT + json.dumps(result), flush=True)
-        return 0
-
-    from common import data_dir, machine, median, quantile, table, verdict
+        return answer_parent(RESULT, child(args.paths, args.runs, args.chunksize))
 
     from roastcoffea.demo.nanoaod import ensure_files
 

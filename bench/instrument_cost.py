@@ -19,12 +19,10 @@ The figures are medians over chunks and repeats; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import time
-import warnings
 
 import uproot
-from common import chunk_arguments, demo_chunks, spread, table
+from common import parse_chunk_bench, spread, table
 from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
@@ -33,13 +31,9 @@ from roastcoffea.records import drain_local_records
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    chunk_arguments(parser, 10)
-    args = parser.parse_args(argv)
-    directory, ranges = demo_chunks(args)
+    args, directory, ranges = parse_chunk_bench(__doc__, 10, argv)
     process = DemoProcessor.process.__wrapped__  # type: ignore[attr-defined]
     processor = DemoProcessor()
-    warnings.filterwarnings("ignore", module="coffea")
 
     own_ms: list[float] = []
     process_ms: list[float] = []

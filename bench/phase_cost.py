@@ -21,14 +21,12 @@ The figures are medians over chunks and repeats; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import time
-import warnings
 from pathlib import Path
 
 import uproot
-from common import chunk_arguments, demo_chunks, median, phase_hooks, spread, table
+from common import median, parse_chunk_bench, phase_hooks, spread, table
 from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
@@ -71,11 +69,7 @@ def us_per_task_end(loops: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    chunk_arguments(parser, 8)
-    args = parser.parse_args(argv)
-    directory, ranges = demo_chunks(args)
-    warnings.filterwarnings("ignore", module="coffea")
+    args, directory, ranges = parse_chunk_bench(__doc__, 8, argv)
     timed_chunk(*ranges[0], hooked=False)  # warm-up: imports, caches
 
     with_ms, without_ms, ratios = [], [], []
