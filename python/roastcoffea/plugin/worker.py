@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -173,7 +174,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         self.window = window
         self._tracker: Any = None
         self._worker: Any = None
-        # Chunk records of executing tasks: {key: [(record, source, own_bytes), ...]}.
+        # Chunk and phase records of executing tasks: {key: [(record, source, own_bytes)]}.
         # Added from task threads, completed on the event loop: guarded by the lock.
         self._pending: dict[Any, list[tuple[dict[str, Any], Any, int]]] = {}
         self._lock = threading.Lock()
@@ -284,8 +285,7 @@ class RoastWorkerPlugin(WorkerPlugin):
                     delay = self._clock_delays.pop(key)
                     with self._lock:
                         entries = self._pending.pop(key, ())
-                    for record, source, own_bytes in entries:
-                        self._complete(record, ts, source, own_bytes, delay)
+                    self._release(entries, ts, delay)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
@@ -364,23 +364,19 @@ class RoastWorkerPlugin(WorkerPlugin):
             if ts is None or ts.state not in RUNNING_STATES:
                 self._complete(record, None, None, own_bytes, None)
                 return
-            evicted: list[tuple[dict[str, Any], Any, int]] = []
-            with self._lock:
-                self._pending.setdefault(key, []).append((record, source, own_bytes))
-                if len(self._pending) > MAX_PENDING_CHUNKS:
-                    evicted = self._pending.pop(next(iter(self._pending)))
-            for old, _, old_own in evicted:
-                self._count("pending_overflow")
-                self._complete(old, None, None, old_own, None)
+            self._hold(key, (record, source, own_bytes))
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
 
     def add_phases(self, key: Any, record: dict[str, Any]) -> None:
-        """Send a task's phase record (:mod:`roastcoffea.plugin.phases`).
+        """Take a task's phase record (:mod:`roastcoffea.plugin.phases`).
 
         Called in the task's thread. Adds the task's identity and moves
-        ``t_start`` to the scheduler clock, as chunk records are. Never raises.
+        ``t_start`` to the scheduler clock, as chunk records are; the record
+        is sent from the event loop when the task ends (sending from the
+        task's thread would wake the loop and hand it the GIL mid-task).
+        Never raises.
         """
         try:
             ts = None if key is None else self._worker.state.tasks.get(key)
@@ -394,11 +390,39 @@ class RoastWorkerPlugin(WorkerPlugin):
             )
             if isinstance(record.get("t_start"), float):
                 record["t_start"] += getattr(self._worker, "scheduler_delay", 0.0)
-            if self._send(record):
-                self._count("phase_records")
+            if ts is not None and ts.state in RUNNING_STATES:
+                self._hold(key, (record, None, 0))  # sent from the event loop at the task's end
+            else:
+                self._release([(record, None, 0)], None, None)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea add_phases failed", exc_info=True)
+
+    def _hold(self, key: Any, entry: tuple[dict[str, Any], Any, int]) -> None:
+        """Keep a record of a running task for :meth:`transition` to send when it ends.
+
+        At most :data:`MAX_PENDING_CHUNKS` tasks hold records; beyond, the oldest
+        task's records are sent at once, without the task's end (counted).
+        """
+        evicted: list[tuple[dict[str, Any], Any, int]] = []
+        with self._lock:
+            self._pending.setdefault(key, []).append(entry)
+            if len(self._pending) > MAX_PENDING_CHUNKS:
+                evicted = self._pending.pop(next(iter(self._pending)))
+        for _ in evicted:
+            self._count("pending_overflow")
+        self._release(evicted, None, None)
+
+    def _release(
+        self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
+    ) -> None:
+        """Send a task's held records: chunk records completed with ``ts``, phase records."""
+        for record, source, own_bytes in entries:
+            if record.get("kind") == "phases":
+                if self._send(record):
+                    self._count("phase_records")
+            else:
+                self._complete(record, ts, source, own_bytes, delay)
 
     def _complete(
         self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None
