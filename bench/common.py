@@ -59,6 +59,11 @@ def interval(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def spread_table(rows: Sequence[tuple[str, Sequence[float], int]]) -> str:
+    """A table of per-chunk figures: each (label, values, digits) as its median and IQR."""
+    return table(["per chunk", "median", "IQR"], [[n, *spread(v, d)] for n, v, d in rows])
+
+
 def data_dir(events: int, files: int) -> Path:
     """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
     return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"

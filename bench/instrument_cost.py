@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 
 import uproot
-from common import parse_chunk_bench, spread, table
+from common import parse_chunk_bench, spread_table
 from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
@@ -65,16 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{complete} of {len(records)} records with every byte figure"
     )
     print()
-    print(
-        table(
-            ["per chunk", "median", "IQR"],
-            [
-                ["instrumentation ms", *spread(own_ms, 2)],
-                ["process() ms", *spread(process_ms, 1)],
-                ["instrumentation / process()", *spread(share, 4)],
-            ],
-        )
-    )
+    rows = [
+        ("instrumentation ms", own_ms, 2),
+        ("process() ms", process_ms, 1),
+        ("instrumentation / process()", share, 4),
+    ]
+    print(spread_table(rows))
     return 0
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import uproot
-from common import median, parse_chunk_bench, phase_hooks, spread, table
+from common import median, parse_chunk_bench, phase_hooks, spread_table
 from workload import chunk_events
 
 from roastcoffea.demo.analysis import DemoProcessor
@@ -106,18 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"end of a task (digests): {end_us:.1f} us")
     print()
-    print(
-        table(
-            ["per chunk", "median", "IQR"],
-            [
-                ["with the phase clock, ms", *spread(with_ms, 1)],
-                ["without, ms", *spread(without_ms, 1)],
-                ["with / without, paired", *spread(ratios, 4)],
-                ["direct cost, ms", *spread(cost_ms, 3)],
-                ["direct cost / chunk", *spread(direct, 5)],
-            ],
-        )
-    )
+    rows = [
+        ("with the phase clock, ms", with_ms, 1),
+        ("without, ms", without_ms, 1),
+        ("with / without, paired", ratios, 4),
+        ("direct cost, ms", cost_ms, 3),
+        ("direct cost / chunk", direct, 5),
+    ]
+    print(spread_table(rows))
     return 0
 
 
