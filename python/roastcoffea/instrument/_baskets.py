@@ -126,16 +126,16 @@ class TreeIndex:
             If a header read does not match its basket.
         """
         uncompressed = self.uncompressed[baskets]
-        if not uncompressed.all():
-            unknown = baskets[uncompressed == 0]
-            seeks, sizes = self.seeks[unknown], self.compressed[unknown]
+        seeks = self.seeks[baskets]
+        unknown = baskets[(uncompressed == 0) & (seeks >= 0)]  # an embedded size is known
+        if len(unknown):
             self.uncompressed[unknown] = uncompressed_from_keys(
-                source, seeks.tolist(), sizes.tolist()
+                source, self.seeks[unknown].tolist(), self.compressed[unknown].tolist()
             )
             uncompressed = self.uncompressed[baskets]
         # Plain lists from here: a chunk reads tens of baskets, too few for numpy to pay.
         sizes_out = uncompressed.tolist()
-        seeks_out = self.seeks[baskets].tolist()
+        seeks_out = seeks.tolist()
         normal = len(seeks_out) - seeks_out.count(-1)  # normal baskets come first
         compressed = self.compressed[baskets[:normal]].tolist()
         embedded = len(seeks_out) - normal
