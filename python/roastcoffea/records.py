@@ -27,9 +27,9 @@ entry_start, entry_stop   ``filename``, ``treename``, ``entrystart``,
 uuid                      coffea's ``fileuuid`` as a canonical UUID string
 num_events                ``len(events)``
 t_start, t_end            ``time.time()`` just around ``process()``, moved to
-                          the scheduler clock by the worker's
-                          ``scheduler_delay`` when the worker plugin
-                          completes the record
+                          the scheduler clock by the ``scheduler_delay`` Dask
+                          stamped the task's ``startstops`` with, when the
+                          worker plugin completes the record
 duration                  ``time.perf_counter()`` seconds of ``process()``
 process_cpu_s             ``time.thread_time()`` seconds of ``process()``
 task_start, task_end,     the task's last "compute" entry in the worker's

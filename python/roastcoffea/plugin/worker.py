@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.worker import thread_state
 
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks, phases
@@ -131,6 +132,20 @@ def _task_times(ts: Any) -> tuple[float, float] | None:
     return None
 
 
+def _stamped_delay(ts: Any, thread_start: float | None, submitted: float) -> float:
+    """The scheduler_delay Dask stamped a finished task's startstops with.
+
+    Its "compute" start minus the task thread's start on the worker clock
+    (``thread_state.start_time``, set microseconds before Dask's own reading);
+    when either is unknown, the delay read when the task began executing: a
+    heartbeat can change the delay between that read and Dask's.
+    """
+    times = None if ts is None else _task_times(ts)
+    if times is None or thread_start is None:
+        return submitted
+    return times[0] - thread_start
+
+
 def auto_window(sampler_interval: float, heartbeat_ms: float) -> int:
     """Payloads of history each payload must cover so the sampler misses none.
 
@@ -184,6 +199,9 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._announced: set[tuple[str, str | None]] = set()
         # Event loop only: the scheduler_delay each running task was submitted with.
         self._clock_delays: dict[Any, float] = {}
+        # The worker-clock start of each running task that holds records (task
+        # threads write it, the event loop reads it: guarded by the lock).
+        self._thread_starts: dict[Any, float] = {}
         self.counters: dict[str, int] = dict.fromkeys(
             (
                 "chunks",
@@ -247,6 +265,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             self.phase_hooks_error = "torn down"
         with self._lock:
             self._pending.clear()
+            self._thread_starts.clear()
         self._classified.clear()
         self._announced.clear()
         self._clock_delays.clear()
@@ -285,7 +304,8 @@ class RoastWorkerPlugin(WorkerPlugin):
                     delay = self._clock_delays.pop(key)
                     with self._lock:
                         entries = self._pending.pop(key, ())
-                    self._release(entries, ts, delay)
+                        started = self._thread_starts.pop(key, None)
+                    self._release(entries, ts, _stamped_delay(ts, started, delay))
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
@@ -405,7 +425,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         task's records are sent at once, without the task's end (counted).
         """
         evicted: list[tuple[dict[str, Any], Any, int]] = []
+        started = getattr(thread_state, "start_time", None)  # called in the task's thread
         with self._lock:
+            if isinstance(started, float):
+                self._thread_starts[key] = started
             self._pending.setdefault(key, []).append(entry)
             if len(self._pending) > MAX_PENDING_CHUNKS:
                 evicted = self._pending.pop(next(iter(self._pending)))
@@ -431,12 +454,12 @@ class RoastWorkerPlugin(WorkerPlugin):
 
         ``ts`` is the worker's task state after the task left "executing", or
         None when that end was not observed (the fields are then None).
-        ``delay`` is the scheduler_delay the task was submitted with, if known.
+        ``delay`` is the scheduler_delay Dask stamped the task with, if known.
         """
         unavailable = record.setdefault("unavailable", {})
         # Dask keeps a task's startstops on the scheduler's clock: worker time plus
-        # the scheduler_delay of the task's submission (heartbeats change it while
-        # the task runs). The record's wall-clock times move by the same amount, so
+        # the scheduler_delay it read when the task started (heartbeats change it
+        # while the task runs). The record's wall-clock times move by the same amount, so
         # chunks, tasks and the worker series of a measurement share one clock.
         if delay is None:
             delay = getattr(self._worker, "scheduler_delay", 0.0)
