@@ -302,36 +302,32 @@ class DelayShiftOnStart(distributed.WorkerPlugin):
             self.worker.scheduler_delay += 30.0
 
 
+def assert_two_chunks_inside_their_tasks(client: Client, cms_data: Path, proc: Any) -> None:
+    """Run two chunks on ``client``'s one worker; each chunk's times lie inside its task's."""
+    run = runner(client, 1)
+    files = {"dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}}}
+    with distributed.span("clock") as span_id:
+        items = list(run.preprocess(files, treename="Events"))[:2]
+        run(items, proc, treename="Events")
+    chunks, _ = span_records(client, span_id)
+    assert len(chunks) == 2
+    for chunk in chunks:
+        assert chunk["task_start"] - CLOCK_SLACK <= chunk["t_start"]
+        assert chunk["t_end"] <= chunk["task_end"] + CLOCK_SLACK
+
+
 def test_chunk_times_use_the_delay_dask_stamped_the_task_with(
     make_cluster: Any, cms_data: Path
 ) -> None:
     _, client = make_cluster(n_workers=1)
     client.register_plugin(RoastPlugin())
     client.register_plugin(DelayShiftOnStart())  # its hook runs after ours
-    run = runner(client, 1)
-    files = {"dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}}}
-    with distributed.span("delay-after-read") as span_id:
-        items = list(run.preprocess(files, treename="Events"))[:2]
-        run(items, TrackedProcessor(), treename="Events")
-    chunks, _ = span_records(client, span_id)
-    assert len(chunks) == 2
-    for chunk in chunks:
-        assert chunk["task_start"] - CLOCK_SLACK <= chunk["t_start"]
-        assert chunk["t_end"] <= chunk["task_end"] + CLOCK_SLACK
+    assert_two_chunks_inside_their_tasks(client, cms_data, TrackedProcessor())
 
 
 def test_chunk_times_use_the_clock_offset_of_their_task(make_cluster: Any, cms_data: Path) -> None:
-    # Dask stamps a task with the scheduler_delay read at submission; a heartbeat
+    # Dask stamps a task with the scheduler_delay read as it starts; a heartbeat
     # changing it during the task must not move the chunk outside its task.
     _, client = make_cluster(n_workers=1)
     client.register_plugin(RoastPlugin())
-    run = runner(client, 1)
-    files = {"dy": {"files": {str(cms_data / "nano_dy.root"): "Events"}}}
-    with distributed.span("clock-shift") as span_id:
-        items = list(run.preprocess(files, treename="Events"))[:2]
-        run(items, ClockShiftingProcessor(), treename="Events")
-    chunks, _ = span_records(client, span_id)
-    assert len(chunks) == 2
-    for chunk in chunks:
-        assert chunk["task_start"] - CLOCK_SLACK <= chunk["t_start"]
-        assert chunk["t_end"] <= chunk["task_end"] + CLOCK_SLACK
+    assert_two_chunks_inside_their_tasks(client, cms_data, ClockShiftingProcessor())
