@@ -659,35 +659,9 @@ static roast_status tally(roast_series *s, roast_status st)
     return st;
 }
 
-roast_status roast_series_append(roast_series *s, roast_id worker, const roast_sample *sample)
+/* Stores p for worker: a raw sample when it covers one, else a bucket. */
+static roast_status put_point(roast_series *s, roast_id worker, const roast_series_point *p)
 {
-    if (!s || !sample)
-        return ROAST_EINVAL;
-    uint32_t ms;
-    if (!time_to_ms(s, sample->time, &ms))
-        return tally(s, ROAST_EINVAL);
-    series_worker *w;
-    bool created;
-    roast_status st = worker_get(s, worker, &w, &created);
-    if (st != ROAST_OK)
-        return tally(s, st);
-    if (sample->time < w->last_time)
-        st = ROAST_EINVAL;
-    else if (w->covered >= UINT32_MAX)
-        st = ROAST_EFULL;
-    else
-        st = raw_push(s, w, ms, sample->time, sample->v);
-    if (st == ROAST_OK)
-        s->samples++;
-    else if (created)
-        worker_forget_newest(s);
-    return tally(s, st);
-}
-
-roast_status roast_series_restore(roast_series *s, roast_id worker, const roast_series_point *p)
-{
-    if (!s || !p)
-        return ROAST_EINVAL;
     uint32_t first, last;
     if (p->count == 0 || !time_to_ms(s, p->t_first, &first) || !time_to_ms(s, p->t_last, &last) ||
         last < first)
@@ -708,6 +682,25 @@ roast_status roast_series_restore(roast_series *s, roast_id worker, const roast_
     if (st != ROAST_OK && created)
         worker_forget_newest(s);
     return tally(s, st);
+}
+
+roast_status roast_series_append(roast_series *s, roast_id worker, const roast_sample *sample)
+{
+    if (!s || !sample)
+        return ROAST_EINVAL;
+    roast_series_point p = {.t_first = sample->time, .t_last = sample->time, .count = 1};
+    memcpy(p.mean, sample->v, sizeof p.mean);
+    roast_status st = put_point(s, worker, &p);
+    if (st == ROAST_OK)
+        s->samples++;
+    return st;
+}
+
+roast_status roast_series_restore(roast_series *s, roast_id worker, const roast_series_point *p)
+{
+    if (!s || !p)
+        return ROAST_EINVAL;
+    return put_point(s, worker, p);
 }
 
 /* ---- reading ------------------------------------------------------------ */
