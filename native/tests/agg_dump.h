@@ -51,13 +51,18 @@ typedef struct dump_ctx {
     const roast_agg *agg;
 } dump_ctx;
 
+/* Starts a line: its kind, then the strings of the n ids. */
+static void bhead(const dump_ctx *d, const char *kind, const roast_id *ids, size_t n)
+{
+    bprintf(d->b, "%s ", kind);
+    for (size_t i = 0; i < n; i++)
+        bstr(d->b, d->agg, ids[i]);
+}
+
 static int dump_task(void *ctx, const roast_task_key *k, const roast_task_stats *s)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "task ");
-    bstr(d->b, d->agg, k->worker);
-    bstr(d->b, d->agg, k->span);
-    bstr(d->b, d->agg, k->prefix);
+    bhead(d, "task", (roast_id[]){k->worker, k->span, k->prefix}, 3);
     bprintf(d->b, "%llu %llu %llu %llu ", (unsigned long long)s->transitions,
             (unsigned long long)s->tasks, (unsigned long long)s->erred,
             (unsigned long long)s->output_bytes);
@@ -72,10 +77,8 @@ static int dump_task(void *ctx, const roast_task_key *k, const roast_task_stats 
 static int dump_digest(void *ctx, const roast_digest_key *k, double v)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "digest ");
-    roast_id ids[6] = {k->worker, k->context, k->span, k->prefix, k->activity, k->unit};
-    for (int i = 0; i < 6; i++)
-        bstr(d->b, d->agg, ids[i]);
+    bhead(d, "digest", (roast_id[]){k->worker, k->context, k->span, k->prefix, k->activity, k->unit},
+          6);
     bnum(d->b, v);
     bprintf(d->b, "\n");
     return 0;
@@ -84,10 +87,7 @@ static int dump_digest(void *ctx, const roast_digest_key *k, double v)
 static int dump_worker(void *ctx, const roast_worker_info *w)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "worker ");
-    bstr(d->b, d->agg, w->address);
-    bstr(d->b, d->agg, w->name);
-    bstr(d->b, d->agg, w->incarnation);
+    bhead(d, "worker", (roast_id[]){w->address, w->name, w->incarnation}, 3);
     bnum(d->b, w->added);
     bnum(d->b, w->removed);
     bprintf(d->b, "%u %llu %llu %llu %llu %llu\n", w->restarts, (unsigned long long)w->payloads,
@@ -99,10 +99,7 @@ static int dump_worker(void *ctx, const roast_worker_info *w)
 static int dump_span(void *ctx, const roast_span_info *s)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "span ");
-    bstr(d->b, d->agg, s->span);
-    bstr(d->b, d->agg, s->parent);
-    bstr(d->b, d->agg, s->name);
+    bhead(d, "span", (roast_id[]){s->span, s->parent, s->name}, 3);
     bprintf(d->b, "\n");
     return 0;
 }
@@ -110,8 +107,7 @@ static int dump_span(void *ctx, const roast_span_info *s)
 static int dump_record(void *ctx, const roast_record *r)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "record ");
-    bstr(d->b, d->agg, r->worker);
+    bhead(d, "record", &r->worker, 1);
     bprintf(d->b, "%llu ", (unsigned long long)r->seq);
     bnum(d->b, r->time);
     for (size_t i = 0; i < r->data.len; i++)
@@ -123,8 +119,7 @@ static int dump_record(void *ctx, const roast_record *r)
 static int dump_error(void *ctx, roast_id name, uint64_t count)
 {
     dump_ctx *d = ctx;
-    bprintf(d->b, "error ");
-    bstr(d->b, d->agg, name);
+    bhead(d, "error", &name, 1);
     bprintf(d->b, "%llu\n", (unsigned long long)count);
     return 0;
 }

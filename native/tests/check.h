@@ -10,35 +10,53 @@
 
 static int check_failures;
 
+/* Each CHECK macro names the call site and the expressions; these report. */
+static inline void check_fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "%s:%d: %s failed\n", file, line, what);
+    check_failures++;
+}
+
+static inline void check_eq_u(const char *file, int line, const char *what,
+                              unsigned long long a, unsigned long long b)
+{
+    if (a != b) {
+        fprintf(stderr, "%s:%d: %s failed: %llu != %llu\n", file, line, what, a, b);
+        check_failures++;
+    }
+}
+
+/* Equal, or both NaN. */
+static inline void check_eq_d(const char *file, int line, const char *what, double a, double b)
+{
+    if (!(a == b || (isnan(a) && isnan(b)))) {
+        fprintf(stderr, "%s:%d: %s failed: %.17g != %.17g\n", file, line, what, a, b);
+        check_failures++;
+    }
+}
+
 #define CHECK(cond)                                                            \
     do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            check_failures++;                                                  \
-        }                                                                      \
+        if (!(cond))                                                           \
+            check_fail(__FILE__, __LINE__, "CHECK(" #cond ")");                \
     } while (0)
 
 #define CHECK_EQ_U(a, b)                                                       \
-    do {                                                                       \
-        unsigned long long check_a_ = (unsigned long long)(a);                 \
-        unsigned long long check_b_ = (unsigned long long)(b);                 \
-        if (check_a_ != check_b_) {                                            \
-            fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n",          \
-                    __FILE__, __LINE__, #a, #b, check_a_, check_b_);           \
-            check_failures++;                                                  \
-        }                                                                      \
-    } while (0)
+    check_eq_u(__FILE__, __LINE__, #a " == " #b, (unsigned long long)(a),      \
+               (unsigned long long)(b))
 
-#define CHECK_EQ_D(a, b)                                                       \
-    do {                                                                       \
-        double check_a_ = (a), check_b_ = (b);                                 \
-        if (!(check_a_ == check_b_ || (isnan(check_a_) && isnan(check_b_)))) { \
-            fprintf(stderr, "%s:%d: %s == %s failed: %.17g != %.17g\n",        \
-                    __FILE__, __LINE__, #a, #b, check_a_, check_b_);           \
-            check_failures++;                                                  \
-        }                                                                      \
-    } while (0)
+#define CHECK_EQ_D(a, b) check_eq_d(__FILE__, __LINE__, #a " == " #b, (a), (b))
+
+/* text holds part (an error message names what it should). */
+static inline void check_contains(const char *file, int line, const char *text, const char *part)
+{
+    if (!strstr(text, part)) {
+        fprintf(stderr, "%s:%d: expected \"%s\" in \"%s\"\n", file, line, part, text);
+        check_failures++;
+    }
+}
+
+#define CHECK_CONTAINS(text, part) check_contains(__FILE__, __LINE__, (text), (part))
 
 #define CHECK_STR(view, literal)                                               \
     CHECK((view).len == strlen(literal) &&                                     \

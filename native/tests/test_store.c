@@ -231,10 +231,7 @@ static void expect_refused(const char *text, const char *expect)
     char err[512] = "";
     CHECK(roast_store_from_json(text, strlen(text), &out, err, sizeof err) == ROAST_EMALFORMED);
     CHECK(out == NULL);
-    if (!strstr(err, expect)) {
-        fprintf(stderr, "expected \"%s\" in \"%s\"\n", expect, err);
-        CHECK(0);
-    }
+    CHECK_CONTAINS(err, expect);
 }
 
 static cJSON *path(cJSON *doc, const char *key, int i, int j)
