@@ -4,6 +4,8 @@
  * appearance. */
 #include <stdlib.h>
 #include <string.h>
+
+#define HASH_NONFATAL_OOM 1 /* a failed allocation is ENOMEM, never an exit */
 #include <uthash.h>
 
 #include "roast/agg.h"
@@ -34,6 +36,20 @@ void roast_task_stats_add(roast_task_stats *sum, const roast_task_stats *s)
         sum->last_stop = s->last_stop;
 }
 
+/* e = the group of key in head, added zeroed when new; NULL when out of memory. */
+#define GROUP_GET(head, field, key, e)                              \
+    do {                                                            \
+        HASH_FIND(hh, (head), &(key), sizeof(key), (e));            \
+        if (!(e) && ((e) = calloc(1, sizeof *(e))) != NULL) {       \
+            (e)->field = (key);                                     \
+            HASH_ADD(hh, (head), field, sizeof((e)->field), (e));   \
+            if (!(e)->hh.tbl) {                                     \
+                free(e);                                            \
+                (e) = NULL;                                         \
+            }                                                       \
+        }                                                           \
+    } while (0)
+
 static roast_id field_of(const roast_task_key *key, roast_task_field by)
 {
     switch (by) {
@@ -49,14 +65,10 @@ static int add_row(void *ctx, const roast_task_key *key, const roast_task_stats 
     grouping *g = ctx;
     roast_id id = field_of(key, g->by);
     group *e;
-    HASH_FIND(hh, g->groups, &id, sizeof id, e);
+    GROUP_GET(g->groups, id, id, e);
     if (!e) {
-        if (!(e = calloc(1, sizeof *e))) {
-            g->nomem = true;
-            return 1;
-        }
-        e->id = id;
-        HASH_ADD(hh, g->groups, id, sizeof e->id, e);
+        g->nomem = true;
+        return 1;
     }
     roast_task_stats_add(&e->sum, s);
     return 0;
@@ -109,14 +121,10 @@ static int add_digest(void *ctx, const roast_digest_key *key, double value)
     digest_group_key k = {g->by == ROAST_DIGESTS_BY_WORKER ? key->worker : key->prefix,
                           key->activity, key->unit};
     digest_group *e;
-    HASH_FIND(hh, g->groups, &k, sizeof k, e);
+    GROUP_GET(g->groups, key, k, e);
     if (!e) {
-        if (!(e = calloc(1, sizeof *e))) {
-            g->nomem = true;
-            return 1;
-        }
-        e->key = k;
-        HASH_ADD(hh, g->groups, key, sizeof e->key, e);
+        g->nomem = true;
+        return 1;
     }
     e->sum += value;
     return 0;
