@@ -37,3 +37,27 @@ def test_importing_roastcoffea_does_not_import_matplotlib() -> None:
     code = "import sys, roastcoffea; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_figure_that_needs_a_key_checks_it_before_drawing_and_documents_it() -> None:
+    from roastcoffea.plots._common import figure, new_figure
+
+    drawn: list[object] = []
+
+    @figure(figsize=(2, 2), title="x", needs="rates")
+    def plot_rates(
+        metrics: object, figsize: tuple[float, float], title: str
+    ) -> tuple[object, object]:
+        """Plot the rates. Unit: Hz."""
+        drawn.append(metrics)
+        return new_figure(figsize)
+
+    for metrics in (None, {}, {"rates": []}):
+        with pytest.raises(ValueError, match="rates"):
+            plot_rates(metrics)
+    assert drawn == []
+    plot_rates(metrics={"rates": [1.0]})
+    assert drawn == [{"rates": [1.0]}]
+    assert plot_rates.__doc__.endswith(
+        "Raises\n------\nValueError\n    If ``metrics`` is None or has no ``rates`` to plot.\n"
+    )

@@ -69,12 +69,13 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 
-def _shared_doc(doc: str, names: list[str]) -> str:
+def _shared_doc(doc: str, names: list[str], raises: str | None = None) -> str:
     """``doc`` with the shared parameters of ``names`` and, if absent, the Returns section.
 
     The Parameters section (made before the first section when the function
     documents none of its own) lists its entries in the order of ``names`` (the
-    signature); Returns comes right after it.
+    signature); Returns comes right after it. ``raises``, the condition of a
+    ValueError, becomes the Raises section when the function has none.
     """
     doc = inspect.cleandoc(doc)
     marks = {m.group(1): (m.start(), m.end()) for m in _SECTION.finditer(doc)}
@@ -97,10 +98,15 @@ def _shared_doc(doc: str, names: list[str]) -> str:
     section = "Parameters\n----------\n" + "\n".join(entries[n] for n in order)
     if "Returns" not in marks:
         section += "\n\n" + RETURNS
-    return f"{doc[:start]}{section}\n\n{doc[end:]}".rstrip() + "\n"
+    doc = f"{doc[:start]}{section}\n\n{doc[end:]}".rstrip()
+    if raises and "Raises" not in marks:
+        doc += f"\n\nRaises\n------\nValueError\n    {raises}"
+    return doc + "\n"
 
 
-def figure(**defaults: Any) -> Callable[[Callable[..., R]], Callable[..., R]]:
+def figure(
+    *, needs: str | None = None, **defaults: Any
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Make a drawing function a figure function: it takes ``output_path`` and saves.
 
     ``draw(data..., figsize, title, ...)`` returns ``(fig, axes)``;
@@ -111,6 +117,11 @@ def figure(**defaults: Any) -> Callable[[Callable[..., R]], Callable[..., R]]:
     0.1.2, positional calls included), saves the figure there when given, and
     returns ``(fig, axes)``. Its docstring gains the shared parameters
     (:data:`SHARED_PARAMETERS`) and, unless it has its own, the Returns section.
+
+    ``needs`` names the key of the first argument (a mapping) the figure
+    cannot be drawn without: the figure function raises ValueError before
+    drawing when it is missing or empty (:func:`require_key`), and its
+    docstring gains the Raises section that says so.
     """
 
     def decorate(draw: Callable[..., R]) -> Callable[..., R]:
@@ -130,11 +141,14 @@ def figure(**defaults: Any) -> Callable[[Callable[..., R]], Callable[..., R]]:
             annotation="str | os.PathLike[str] | None",
         )
         public = drawn.replace(parameters=[*params[:at], output, *params[at:]])
+        data = params[0].name
 
         @functools.wraps(draw)
         def plot(*args: Any, **kwargs: Any) -> R:
             bound = public.bind(*args, **kwargs)
             bound.apply_defaults()
+            if needs is not None:
+                require_key(bound.args[0], needs, data)
             output_path = bound.arguments.pop("output_path")
             drawn = draw(*bound.args, **bound.kwargs)
             finish(drawn[0], output_path)  # type: ignore[index]
@@ -142,7 +156,8 @@ def figure(**defaults: Any) -> Callable[[Callable[..., R]], Callable[..., R]]:
 
         plot.__signature__ = public  # type: ignore[attr-defined]
         if draw.__doc__:
-            plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters))
+            raises = f"If ``{data}`` is None or has no ``{needs}`` to plot." if needs else None
+            plot.__doc__ = _shared_doc(draw.__doc__, list(public.parameters), raises)
         return plot
 
     return decorate

@@ -29,7 +29,9 @@ def _per_file(metrics: Mapping[str, Any] | None, key: str) -> np.ndarray:
     return values
 
 
-@figure(figsize=(10, 6), title="Compression Ratio Distribution Across Files")
+@figure(
+    figsize=(10, 6), title="Compression Ratio Distribution Across Files", needs="compression_ratios"
+)
 def plot_compression_ratio_distribution(
     metrics: MetricsLike, figsize: Size, title: str, bins: int = 20
 ) -> FigureAxes:
@@ -41,11 +43,6 @@ def plot_compression_ratio_distribution(
     x, files on y.
 
     Reads ``compression_ratios`` (one per file; None values are left out).
-
-    Raises
-    ------
-    ValueError
-        If ``compression_ratios`` is missing, empty or all None.
     """
     ratios = _per_file(metrics, "compression_ratios")
     fig, ax = new_figure(figsize)
@@ -54,7 +51,9 @@ def plot_compression_ratio_distribution(
     return fig, ax
 
 
-@figure(figsize=(10, 6), title="Bytes Read Percentage Distribution")
+@figure(
+    figsize=(10, 6), title="Bytes Read Percentage Distribution", needs="bytes_read_percent_per_file"
+)
 def plot_data_access_percentage(
     metrics: MetricsLike, figsize: Size, title: str, bins: int = 20
 ) -> FigureAxes:
@@ -67,11 +66,6 @@ def plot_data_access_percentage(
     on x, files on y.
 
     Reads ``bytes_read_percent_per_file`` (%; None values are left out).
-
-    Raises
-    ------
-    ValueError
-        If ``bytes_read_percent_per_file`` is missing, empty or all None.
     """
     shares = _per_file(metrics, "bytes_read_percent_per_file")
     fig, ax = new_figure(figsize)

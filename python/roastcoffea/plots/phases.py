@@ -120,18 +120,13 @@ def _share_matrix(table: Mapping[str, Mapping[str, float]]) -> tuple[list[str], 
     )
 
 
-@figure(figsize=(10, 5), title="Processor Phases per Dataset")
+@figure(figsize=(10, 5), title="Processor Phases per Dataset", needs="phase_per_dataset")
 def plot_phase_shares_per_dataset(metrics: MetricsLike, figsize: Size, title: str) -> FigureAxes:
     """Plot the share of each phase in each dataset's processor time, one stacked bar per dataset.
 
     Unit: % of the dataset's summed task compute time.
 
     Reads ``phase_per_dataset`` (``{dataset: {phase: seconds}}``).
-
-    Raises
-    ------
-    ValueError
-        If there is no ``phase_per_dataset``.
     """
     table = require_key(metrics, "phase_per_dataset", "metrics")
     datasets, phases, shares = _share_matrix(table)
@@ -148,7 +143,7 @@ def plot_phase_shares_per_dataset(metrics: MetricsLike, figsize: Size, title: st
     return fig, ax
 
 
-@figure(figsize=(10, 5), title="Processor Phases per Worker")
+@figure(figsize=(10, 5), title="Processor Phases per Worker", needs="phase_per_worker")
 def plot_phase_heatmap(metrics: MetricsLike, figsize: Size, title: str) -> FigureAxes:
     """Plot the seconds of each phase on each worker as a heatmap, annotated with the share.
 
@@ -156,11 +151,6 @@ def plot_phase_heatmap(metrics: MetricsLike, figsize: Size, title: str) -> Figur
     phase's % of that worker's processor time. Unit: seconds.
 
     Reads ``phase_per_worker`` (``{worker: {phase: seconds}}``).
-
-    Raises
-    ------
-    ValueError
-        If there is no ``phase_per_worker``.
     """
     table = require_key(metrics, "phase_per_worker", "metrics")
     workers, phases, shares = _share_matrix(table)
