@@ -58,6 +58,7 @@ def test_a_figure_that_needs_a_key_checks_it_before_drawing_and_documents_it() -
     assert drawn == []
     plot_rates(metrics={"rates": [1.0]})
     assert drawn == [{"rates": [1.0]}]
+    assert "Unit: Hz.\n\nParameters\n----------\nmetrics : mapping\n" in plot_rates.__doc__
     assert plot_rates.__doc__.endswith(
         "Raises\n------\nValueError\n    If ``metrics`` is None or has no ``rates`` to plot.\n"
     )

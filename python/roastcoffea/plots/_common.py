@@ -98,7 +98,7 @@ def _shared_doc(doc: str, names: list[str], raises: str | None = None) -> str:
     section = "Parameters\n----------\n" + "\n".join(entries[n] for n in order)
     if "Returns" not in marks:
         section += "\n\n" + RETURNS
-    doc = f"{doc[:start]}{section}\n\n{doc[end:]}".rstrip()
+    doc = f"{doc[:start].rstrip()}\n\n{section}\n\n{doc[end:]}".rstrip()
     if raises and "Raises" not in marks:
         doc += f"\n\nRaises\n------\nValueError\n    {raises}"
     return doc + "\n"
