@@ -181,3 +181,24 @@ def test_a_failing_hook_is_counted_and_the_read_goes_on(finished: list[TaskPhase
     assert phases.run_task(lambda: bytes(chunk.raw_data), (), {}) == b"abc"
     assert instrumentation_counters()["instrument_errors"] == before + 1
     assert finished[0].read_bytes == 0
+
+
+def test_a_wait_for_bytes_already_in_memory_reads_no_clock(
+    finished: list[TaskPhases], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = numpy.frombuffer(b"abcd", dtype=numpy.uint8)
+    chunk = uproot.source.chunk.Chunk(None, 0, 4, uproot.source.futures.TrivialFuture(data))
+    chunk.wait()  # the bytes are in memory from now on
+
+    def waits() -> None:
+        reads = []
+        monkeypatch.setattr(phases, "thread_time", lambda: reads.append(1) or time.thread_time())
+        for _ in range(3):
+            chunk.wait()
+        monkeypatch.undo()
+        assert reads == []
+
+    phases.run_task(waits, (), {})
+    task = finished[0]
+    assert (task.switches, task.nested, task.passed) == (0, 0, 3)
+    assert task.read_bytes == 0

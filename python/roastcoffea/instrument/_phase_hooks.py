@@ -108,8 +108,11 @@ def _column(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def getitem(self: Any, key: Any) -> Any:
         result = func(self, key)
-        if _THREAD.task is not None and isinstance(result, functools.partial):
-            return functools.partial(_build_column, result)
+        task = _THREAD.task
+        if task is not None:
+            task.passed += 1
+            if isinstance(result, functools.partial):
+                return functools.partial(_build_column, result)
         return result
 
     return getitem
@@ -142,10 +145,12 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
         task = _THREAD.task
         if task is None:
             return func(self, *args, **kwargs)
-        if task.opaque:
+        # Most waits are of bytes already in memory: the cheapest test first.
+        if task.opaque or getattr(self, "_raw_data", None) is not None:
             task.passed += 1
             return func(self, *args, **kwargs)
         if not _quietly(is_read, self):
+            task.passed += 1
             return func(self, *args, **kwargs)
         task.enter("read")
         try:

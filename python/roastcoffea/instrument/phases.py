@@ -76,7 +76,9 @@ class TaskPhases:
         Hooked calls inside a call of the same phase: they charge nothing
         of their own (the time goes to that phase either way) and read no clock.
     passed : int
-        Hooked calls inside an opaque phase, which only pass the call on.
+        Hooked calls that only pass the call on: inside an opaque phase, or
+        at no phase boundary (an uproot chunk already in memory, a column
+        lookup).
     """
 
     __slots__ = (
