@@ -6,6 +6,7 @@ The cluster tests use plain Dask tasks with task prefixes no other test uses
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -129,6 +130,7 @@ def test_collector_sees_its_block(client: Client) -> None:
         run_naps(client, "in-block")
     run_naps(client, "after-block")
     assert mc.collector_errors == []
+    assert gc.isenabled()  # paused for the exit's decoding only
     assert mc.live_view is None  # stdout is not a terminal under pytest
     assert {k[1] for k in mc.span_metrics} == {"in-block"}
     assert mc.t_start < mc.t_end and 0 < mc.wall_time <= mc.t_end - mc.t_start + 0.01

@@ -48,6 +48,7 @@ from typing import Any
 import distributed
 
 from roastcoffea import _native, config
+from roastcoffea._gc import paused as paused_gc
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
@@ -302,13 +303,15 @@ class MetricsCollector(AbstractContextManager):
             self._guard("stop live view", self.live_view.stop)
         self._window = (self._window[0], (self.t_end or time.time()) + WINDOW_PAD)
         self._guard("snapshot", self._take_snapshot)
-        if self.snapshot is not None:
-            self._guard("decode records", self._select_records)
-            self._guard("span metrics", self._compute_span_metrics)
-            self._guard("worker departures", self._sort_workers)
-        self._dirty = True
-        if self.coffea_report is not None:
-            self._guard("compute metrics", self._refresh)
+        # The rest builds every record and metric at once: no garbage for the collector.
+        with paused_gc():
+            if self.snapshot is not None:
+                self._guard("decode records", self._select_records)
+                self._guard("span metrics", self._compute_span_metrics)
+                self._guard("worker departures", self._sort_workers)
+            self._dirty = True
+            if self.coffea_report is not None:
+                self._guard("compute metrics", self._refresh)
         self._exit_seconds = time.perf_counter() - perf_end
         if self._metrics is not None:
             self._metrics.setdefault("monitoring", {})["exit_seconds"] = self._exit_seconds
@@ -372,7 +375,8 @@ class MetricsCollector(AbstractContextManager):
         if not isinstance(data, bytes):
             raise RuntimeError(f"the scheduler answered {type(data).__name__} to a snapshot")
         self.snapshot_bytes = data
-        self.snapshot = _native.decode_snapshot(data)
+        with paused_gc():
+            self.snapshot = _native.decode_snapshot(data)
         self.span_ids = {self.span_id, *self.snapshot["spans"]}
 
     def _select_records(self) -> None:

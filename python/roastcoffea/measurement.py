@@ -30,19 +30,18 @@ from __future__ import annotations
 
 import ast
 import base64
-import contextlib
-import gc
 import json
 import math
 import os
 import platform
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import date, datetime, timedelta, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from roastcoffea._gc import paused as paused_gc
 from roastcoffea.errors import DecodeError
 from roastcoffea.metrics import ALIASES_0_1_2
 from roastcoffea.results import MetricsDict
@@ -407,7 +406,7 @@ def save_measurement(
     # Encode everything before touching the disk, so a bad value leaves nothing behind.
     # No indent for the metrics: json's C encoder only writes compact text, and the
     # per-chunk records make this file large.
-    with _without_gc():
+    with paused_gc():
         metrics_text = json.dumps(
             {
                 "format": METRICS_FORMAT,
@@ -517,23 +516,6 @@ def _tracking_from_0_1_2(tracking: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@contextlib.contextmanager
-def _without_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a measurement is encoded or decoded.
-
-    Those build or walk hundreds of thousands of small containers at once, none
-    of them garbage; the collector would scan them again and again (most of the
-    time of loading a measurement of 10,000 chunks).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
@@ -638,7 +620,7 @@ def load_measurement(
     metadata = _load_metadata(directory)
     t0, t1 = _read_times(directory / TIMES_FILE)
     path = directory / METRICS_FILE
-    with _without_gc():
+    with paused_gc():
         data = _read_json(path)
     if metadata.get("format") == LEGACY_FORMAT:
         if not isinstance(data, dict):
@@ -648,7 +630,7 @@ def load_measurement(
     if not isinstance(data.get("metrics"), dict):
         raise DecodeError(f"{path}: 'metrics' missing or not an object")
     try:
-        with _without_gc():
+        with paused_gc():
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
