@@ -1,0 +1,153 @@
+#include "check.h"
+#include "roast/phases.h"
+
+enum { OPEN, READ, DECOMPRESS, INTERPRET, USER, OUTPUT, OTHER };
+
+static roast_instant at(double wall, double cpu)
+{
+    return (roast_instant){wall, cpu};
+}
+
+static double sum(const double *seconds)
+{
+    double total = 0.0;
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++)
+        total += seconds[i];
+    return total;
+}
+
+/* Nested phases are exclusive and the phases add up to the time the clock ran. */
+static void test_stretches_go_to_the_top_phase(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(11, 1.5)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(13, 2.5)) == ROAST_OK);
+    roast_instant stretch;
+    CHECK(roast_phase_leave(&c, at(14, 3.25), &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch.wall, 1.0);
+    CHECK_EQ_D(stretch.cpu, 0.75);
+    CHECK(roast_phase_leave(&c, at(16, 3.5), &stretch) == ROAST_OK);
+    roast_phase_charge(&c, at(20, 4));
+    CHECK_EQ_D(c.wall[OTHER], 1 + 4);
+    CHECK_EQ_D(c.wall[INTERPRET], 2 + 2);
+    CHECK_EQ_D(c.wall[DECOMPRESS], 1);
+    CHECK_EQ_D(c.cpu[INTERPRET], 1 + 0.25);
+    CHECK_EQ_D(sum(c.wall), 10);
+    CHECK_EQ_D(sum(c.cpu), 3);
+    CHECK_EQ_U(c.switches, 2);
+    CHECK_EQ_U(c.nested, 0);
+    roast_phase_clock_release(&c);
+}
+
+/* A call inside a call of its own phase reads no clock: the caller is told,
+ * and the clocks it would pass are not used. */
+static void test_a_call_nested_in_its_phase_charges_nothing(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter_switches(&c, READ, false));
+    CHECK(roast_phase_enter(&c, READ, false, at(1, 1)) == ROAST_OK);
+    CHECK(!roast_phase_enter_switches(&c, READ, false));
+    CHECK(roast_phase_enter(&c, READ, false, at(99, 99)) == ROAST_OK);
+    CHECK(!roast_phase_leave_switches(&c));
+    roast_instant stretch;
+    CHECK(roast_phase_leave(&c, at(99, 99), &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch.wall, 0);
+    CHECK(roast_phase_leave_switches(&c));
+    CHECK(roast_phase_leave(&c, at(3, 2), &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch.wall, 2);
+    CHECK_EQ_D(c.wall[READ], 2);
+    CHECK_EQ_D(c.cpu[OTHER], 1);
+    CHECK_EQ_U(c.switches, 1);
+    CHECK_EQ_U(c.nested, 1);
+    roast_phase_clock_release(&c);
+}
+
+/* An opaque phase always switches, even inside its own phase, and counts
+ * while it is on the stack. */
+static void test_opaque_phases_switch_and_are_counted(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter_switches(&c, OTHER, true));
+    CHECK(roast_phase_enter(&c, OTHER, true, at(1, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, OPEN, true, at(2, 0)) == ROAST_OK);
+    CHECK_EQ_U(c.opaque, 2);
+    roast_instant stretch;
+    CHECK(roast_phase_leave_switches(&c));
+    CHECK(roast_phase_leave(&c, at(5, 0), &stretch) == ROAST_OK);
+    CHECK_EQ_U(c.opaque, 1);
+    CHECK(roast_phase_leave_switches(&c));
+    CHECK(roast_phase_leave(&c, at(6, 0), &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch.wall, 1);
+    CHECK_EQ_U(c.opaque, 0);
+    CHECK_EQ_D(c.wall[OPEN], 3);
+    CHECK_EQ_D(c.wall[OTHER], 3);
+    CHECK_EQ_U(c.switches, 2);
+    roast_phase_clock_release(&c);
+}
+
+/* The stack grows past its first allocation and unwinds exactly. */
+static void test_deep_nesting(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    for (int i = 0; i < 1000; i++)
+        CHECK(roast_phase_enter(&c, i % 2 ? READ : INTERPRET, false, at(i + 1, 0)) == ROAST_OK);
+    CHECK(c.cap >= 1001);
+    roast_instant stretch;
+    for (int i = 1000; i > 0; i--)
+        CHECK(roast_phase_leave(&c, at(2000 - i + 1, 0), &stretch) == ROAST_OK);
+    CHECK_EQ_U(c.depth, 1);
+    CHECK_EQ_D(sum(c.wall), 2000);
+    CHECK_EQ_U(c.switches, 1000);
+    roast_phase_clock_release(&c);
+}
+
+static void test_contract_breaches_are_refused(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, ROAST_PHASE_COUNT, at(0, 0)) == ROAST_EINVAL);
+    roast_phase_clock_release(&c);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    roast_instant stretch = {7, 7};
+    CHECK(!roast_phase_leave_switches(&c));
+    CHECK(roast_phase_leave(&c, at(1, 1), &stretch) == ROAST_EINVAL);
+    CHECK_EQ_D(stretch.wall, 0);
+    CHECK(roast_phase_enter(&c, -1, false, at(1, 1)) == ROAST_EINVAL);
+    CHECK(roast_phase_enter(&c, ROAST_PHASE_COUNT, false, at(1, 1)) == ROAST_EINVAL);
+    CHECK(roast_phase_rebase(&c, 99, at(1, 1)) == ROAST_EINVAL);
+    CHECK_EQ_U(c.depth, 1);
+    CHECK_EQ_D(sum(c.wall), 0);
+    roast_phase_clock_release(&c);
+}
+
+/* rebase charges the stretch so far to the old base, the rest to the new one. */
+static void test_rebase(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_rebase(&c, USER, at(2, 1)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, OUTPUT, true, at(5, 2)) == ROAST_OK);
+    roast_instant stretch;
+    CHECK(roast_phase_leave(&c, at(6, 3), &stretch) == ROAST_OK);
+    CHECK_EQ_U(roast_phase_top(&c), USER);
+    roast_phase_charge(&c, at(7, 3));
+    CHECK_EQ_D(c.wall[OTHER], 2);
+    CHECK_EQ_D(c.wall[USER], 3 + 1);
+    CHECK_EQ_D(c.wall[OUTPUT], 1);
+    CHECK_EQ_D(c.cpu[USER], 1);
+    roast_phase_clock_release(&c);
+}
+
+int main(void)
+{
+    test_stretches_go_to_the_top_phase();
+    test_a_call_nested_in_its_phase_charges_nothing();
+    test_opaque_phases_switch_and_are_counted();
+    test_deep_nesting();
+    test_contract_breaches_are_refused();
+    test_rebase();
+    return check_failures ? 1 : 0;
+}
