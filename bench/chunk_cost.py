@@ -40,7 +40,8 @@ import uproot
 from common import interval, median, parse_chunk_bench, phase_hooks, table, verdict
 from workload import Analysis, BareAnalysis, chunk_events
 
-from roastcoffea.instrument import _phase_hooks, phases
+from roastcoffea._native import PhaseHook
+from roastcoffea.instrument import phases
 from roastcoffea.plugin.phases import digest_task_phases
 from roastcoffea.records import drain_local_records
 
@@ -79,7 +80,7 @@ def variants(chunk: Chunk) -> dict[str, Callable[[], object]]:
 def idle_hook_seconds() -> float:
     """What one hooked call costs outside a measured task, over the bare call."""
     noop = lambda: None  # noqa: E731
-    hooked = _phase_hooks._timed(noop, "read")
+    hooked = PhaseHook(noop, "read")
     calls = 200_000
     return max(
         min(timeit.repeat(hooked, number=calls, repeat=5)) / calls
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                         monitored += clocks
                 for name in names[1:]:
                     extra_ms[name].append(1e3 * (spent[name] - spent["bare"]))
-    clock_ms = [1e3 * task.clock_seconds() for task in monitored]
+    clock_ms = [1e3 * phases.clock_seconds(task) for task in monitored]
     hooked_calls = [task.switches + task.nested + task.passed for task in monitored]
     idle_ms = 1e3 * idle_hook_seconds() * median(hooked_calls)
 

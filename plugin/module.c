@@ -235,6 +235,11 @@ static PyMethodDef module_methods[] = {
     {"snapshot_to_state_json", roastpy_snapshot_to_state_json, METH_O,
      "snapshot_to_state_json(data: bytes) -> str\n\nThe native state file text of a snapshot "
      "(what a saved measurement keeps); DecodeError when malformed."},
+    {"current_task", roastpy_current_task, METH_NOARGS,
+     "current_task() -> TaskPhases | None\n\nThe clock of the task this thread runs."},
+    {"set_current_task", roastpy_set_current_task, METH_O,
+     "set_current_task(task: TaskPhases | None)\n\nMake task the clock of this thread's task "
+     "(None: no task is measured)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -244,7 +249,7 @@ static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "roastcoffea._native",
     .m_doc = "The native engine of roastcoffea: transition hook, aggregator, worker digest\n"
-             "tracker, wire decoders and Dask's key_split.",
+             "tracker, wire decoders, the phase clock and Dask's key_split.",
     .m_size = -1,
     .m_methods = module_methods,
     .m_free = module_free,
@@ -304,6 +309,7 @@ static void module_free(void *module)
 {
     (void)module;
     names_clear();
+    roastpy_phases_free();
     Py_CLEAR(roastpy_DecodeError);
     roast_keysplit_cache_free(keysplit_cache);
     keysplit_cache = NULL;
@@ -371,6 +377,8 @@ PyMODINIT_FUNC PyInit__native(void)
         return NULL;
     if (add_type(module, &roastpy_AggregatorType, "Aggregator") < 0 ||
         add_type(module, &roastpy_DigestTrackerType, "DigestTracker") < 0 ||
+        add_type(module, &roastpy_TaskPhasesType, "TaskPhases") < 0 ||
+        add_type(module, &roastpy_PhaseHookType, "PhaseHook") < 0 || roastpy_phases_init(module) < 0 ||
         PyModule_AddObjectRef(module, "DecodeError", roastpy_DecodeError) < 0 ||
         add_series_columns(module) < 0 ||
         PyModule_AddIntConstant(module, "PAYLOAD_VERSION", ROAST_PAYLOAD_VERSION) < 0 ||

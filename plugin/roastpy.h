@@ -46,6 +46,15 @@ extern PyObject *roastpy_DecodeError;
 
 extern PyTypeObject roastpy_AggregatorType;
 extern PyTypeObject roastpy_DigestTrackerType;
+extern PyTypeObject roastpy_TaskPhasesType;
+extern PyTypeObject roastpy_PhaseHookType;
+
+/* phaseclock.c: the clock of the task this thread runs (module functions),
+ * and the phase names the module exports as PHASES. */
+PyObject *roastpy_current_task(PyObject *module, PyObject *unused);
+PyObject *roastpy_set_current_task(PyObject *module, PyObject *task);
+int roastpy_phases_init(PyObject *module);
+void roastpy_phases_free(void);
 
 /* Scheduler clock: seconds since the epoch, like time.time(). */
 double roastpy_now(void);

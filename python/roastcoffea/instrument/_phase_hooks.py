@@ -3,8 +3,11 @@
 Each hook wraps one function or method in the worker process; it measures
 only while the calling thread runs a measured task (see
 :func:`roastcoffea.instrument.phases.run_task`), and otherwise costs one
-thread-local lookup. :func:`install` and :func:`uninstall` are reference
-counted, so several worker plugins in one process share one set of hooks.
+thread-local lookup. A hook that only charges its call to a phase is a native
+:class:`~roastcoffea._native.PhaseHook` (no Python frame); the hooks that
+look at their arguments or results are Python functions around the same clock.
+:func:`install` and :func:`uninstall` are reference counted, so several worker
+plugins in one process share one set of hooks.
 
 ==================================================  ===========================
 hooked                                              phase
@@ -34,11 +37,13 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from roastcoffea import _native
+from roastcoffea._native import PhaseHook
 from roastcoffea.instrument import phases
 from roastcoffea.instrument._counters import COUNTERS
 
 Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
-_THREAD = phases.THREAD  # read directly: the hooks run hundreds of times per chunk
+_current = phases.current
 
 
 def _quietly(bookkeeping: Callable[..., Any], *args: Any) -> Any:
@@ -50,37 +55,12 @@ def _quietly(bookkeeping: Callable[..., Any], *args: Any) -> Any:
         return None
 
 
-def _open(func: Callable[..., Any]) -> Callable[..., Any]:
-    return _timed(func, "open", opaque=True)
+def _open(func: Callable[..., Any]) -> PhaseHook:
+    return PhaseHook(func, "open", opaque=True)
 
 
-def _interpret(func: Callable[..., Any]) -> Callable[..., Any]:
-    return _timed(func, "interpret")
-
-
-def _charged(
-    phase: str, func: Callable[..., Any], args: tuple, kwargs: dict, opaque: bool = False
-) -> Any:
-    """``func(*args, **kwargs)`` with its time charged to ``phase`` when a task is measured."""
-    task = _THREAD.task
-    if task is None:
-        return func(*args, **kwargs)
-    if task.opaque:
-        task.passed += 1
-        return func(*args, **kwargs)
-    task.enter(phase, opaque)
-    try:
-        return func(*args, **kwargs)
-    finally:
-        task.leave(opaque)
-
-
-def _timed(func: Callable[..., Any], phase: str, *, opaque: bool = False) -> Callable[..., Any]:
-    @functools.wraps(func)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        return _charged(phase, func, args, kwargs, opaque)
-
-    return timed
+def _interpret(func: Callable[..., Any]) -> PhaseHook:
+    return PhaseHook(func, "interpret")
 
 
 def _events(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -90,7 +70,7 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def events(*args: Any, **kwargs: Any) -> Any:
         result = timed(*args, **kwargs)
-        task = _THREAD.task
+        task = _current()
         if task is not None and task.in_work:
             task.rebase("user")
         return result
@@ -108,18 +88,14 @@ def _column(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def getitem(self: Any, key: Any) -> Any:
         result = func(self, key)
-        task = _THREAD.task
+        task = _current()
         if task is not None:
             task.passed += 1
             if isinstance(result, functools.partial):
-                return functools.partial(_build_column, result)
+                return PhaseHook(result, "interpret")
         return result
 
     return getitem
-
-
-def _build_column(generate: Callable[[], Any]) -> Any:
-    return _charged("interpret", generate, (), {})
 
 
 def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -142,7 +118,7 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        task = _THREAD.task
+        task = _current()
         if task is None:
             return func(self, *args, **kwargs)
         # Most waits are of bytes already in memory: the cheapest test first.
@@ -169,8 +145,7 @@ class _ReadQueue(queue.Queue):
     so the only thing the reader waits for here is the source.
     """
 
-    def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        return _charged("read", super().get, (block, timeout), {})
+    get = PhaseHook(queue.Queue.get, "read")
 
 
 def _reader_queue(module: types.ModuleType) -> types.ModuleType:
@@ -186,7 +161,7 @@ def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def decompress(self: Any, data: Any, uncompressed_bytes: Any = None) -> Any:
-        task = _THREAD.task
+        task = _current()
         if task is None or task.opaque:
             return func(self, data, uncompressed_bytes)
         task.enter("decompress")
@@ -203,11 +178,11 @@ def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
     """coffea ``_compress(item, compression)``: the output, compressed in the task."""
-    timed = _timed(func, "output", opaque=True)
+    timed = PhaseHook(func, "output", opaque=True)
 
     @functools.wraps(func)
     def compress(item: Any, compression: Any) -> Any:
-        task = _THREAD.task
+        task = _current()
         if task is None or item is None or compression is None:
             return func(item, compression)
         task.output_measured = True
@@ -237,7 +212,7 @@ def _work_function(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _in_work(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    task = _THREAD.task
+    task = _current()
     if task is None:
         return func(*args, **kwargs)
     task.item = _quietly(_work_item, args, kwargs)
@@ -318,9 +293,9 @@ def calibrate(calls: int = 2000) -> tuple[float, float, float]:
             func()
         return (time.perf_counter() - t0) / calls
 
-    hooked = _timed(noop, "read")
-    scratch, saved = phases.TaskPhases(), _THREAD.task
-    _THREAD.task = scratch
+    hooked = PhaseHook(noop, "read")
+    scratch, saved = phases.TaskPhases(), _current()
+    _native.set_current_task(scratch)
     try:
         bare = per_call(noop)
         switch = per_call(hooked)
@@ -329,9 +304,9 @@ def calibrate(calls: int = 2000) -> tuple[float, float, float]:
         scratch.leave()
         scratch.enter("open", True)
         passed = per_call(hooked)
-        scratch.leave(True)
+        scratch.leave()
     finally:
-        _THREAD.task = saved
+        _native.set_current_task(saved)
     phases.set_call_costs(*(max(cost - bare, 0.0) for cost in (switch, nested, passed)))
     return phases.call_costs()
 

@@ -9,7 +9,10 @@ are therefore exclusive: a basket decompressed while building an array counts
 as ``decompress``, not twice. Charging is by construction complete: the phases
 of a task add up to the time the clock ran.
 
-The clock lives in a thread-local while one task runs. Nothing here knows
+The clock is native (``plugin/phaseclock.c``, its arithmetic in
+``native/src/phases.c``): the hooks run hundreds of times per chunk, and a
+hooked call that only charges its time to a phase costs no Python frame. It is
+the calling thread's (:func:`current`) while one task runs. Nothing here knows
 Dask: the worker plugin gives :func:`set_sink` the function that receives a
 task's finished clock, closes the sum against Dask's own task start and digests
 the phases as fine performance metrics.
@@ -17,16 +20,15 @@ the phases as fine performance metrics.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from time import perf_counter, thread_time
 from typing import Any
 
+from roastcoffea import _native
 from roastcoffea.instrument._counters import COUNTERS
 
 #: The phases, in display order; ``other`` closes the sum.
-PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
+PHASES: tuple[str, ...] = _native.PHASES
 
 # How the phases appear in Dask's fine performance metrics: the worker plugin
 # digests them under these activities and units, the metrics read them back.
@@ -50,135 +52,13 @@ def is_phase_activity(activity: str) -> bool:
     return activity.startswith(("phase:", "phase-", "decompress:"))
 
 
-class TaskPhases:
-    """One task's phase clock: wall and CPU seconds per phase, bytes, codecs.
-
-    Attributes
-    ----------
-    wall, cpu : dict of str to float
-        Seconds charged to each phase (wall: ``perf_counter``; CPU: the
-        thread's ``thread_time``).
-    read_bytes : int
-        Compressed bytes the task waited for (first wait of each uproot chunk).
-    codecs : dict of str to list
-        Per codec name: ``[wall, cpu, compressed bytes in, bytes out]``.
-    item : object
-        The coffea ``WorkItem`` of the task, when the work function saw one.
-    output_measured : bool
-        Whether the output was compressed inside the task (coffea's
-        ``compression`` on); otherwise Dask serialises it after the task.
-    opaque : int
-        Depth of opaque phases running: while above 0, hooked calls charge
-        nothing of their own.
-    switches : int
-        Phase switches: hooked calls that read the clocks on entry and exit.
-    nested : int
-        Hooked calls inside a call of the same phase: they charge nothing
-        of their own (the time goes to that phase either way) and read no clock.
-    passed : int
-        Hooked calls that only pass the call on: inside an opaque phase, or
-        at no phase boundary (an uproot chunk already in memory, a column
-        lookup).
-    """
-
-    __slots__ = (
-        "_c",
-        "_stack",
-        "_t",
-        "codecs",
-        "cpu",
-        "in_work",
-        "item",
-        "nested",
-        "opaque",
-        "output_measured",
-        "passed",
-        "read_bytes",
-        "started",
-        "switches",
-        "wall",
-    )
-
-    def __init__(self) -> None:
-        self.wall = dict.fromkeys(PHASES, 0.0)
-        self.cpu = dict.fromkeys(PHASES, 0.0)
-        self.read_bytes = 0
-        self.codecs: dict[str, list[float]] = {}
-        self.item: Any = None
-        self.output_measured = False
-        self.in_work = False
-        self.switches = 0
-        self.nested = 0
-        self.passed = 0
-        self.opaque = 0
-        self._stack = ["other"]
-        self._t = self.started = perf_counter()
-        self._c = thread_time()
-
-    def _charge(self) -> tuple[float, float]:
-        """Charge the time since the last switch to the top phase; returns its (wall, cpu)."""
-        return self._charge_as(self._stack[-1])
-
-    def _charge_as(self, phase: str) -> tuple[float, float]:
-        t, c = perf_counter(), thread_time()
-        dw, dc = t - self._t, c - self._c
-        self.wall[phase] += dw
-        self.cpu[phase] += dc
-        self._t, self._c = t, c
-        return dw, dc
-
-    def enter(self, phase: str, opaque: bool = False) -> None:
-        """Start charging ``phase`` (until the matching :meth:`leave`)."""
-        stack = self._stack
-        if phase == stack[-1] and not opaque:
-            self.nested += 1
-        else:
-            self._charge()
-            self.switches += 1
-        stack.append(phase)
-        self.opaque += opaque
-
-    def leave(self, opaque: bool = False) -> tuple[float, float]:
-        """Stop charging the top phase; returns the (wall, cpu) of its last stretch
-        (zero for a call nested in its own phase)."""
-        stack = self._stack
-        phase = stack.pop()
-        self.opaque -= opaque
-        if phase == stack[-1] and not opaque:
-            return 0.0, 0.0
-        return self._charge_as(phase)
-
-    def rebase(self, phase: str) -> None:
-        """Charge time outside every hooked call to ``phase`` from now on."""
-        self._charge()
-        self._stack[0] = phase
-
-    def add_codec(self, name: str, wall: float, cpu: float, size_in: int, size_out: int) -> None:
-        stats = self.codecs.get(name)
-        if stats is None:
-            stats = self.codecs[name] = [0.0, 0.0, 0, 0]
-        stats[0] += wall
-        stats[1] += cpu
-        stats[2] += size_in
-        stats[3] += size_out
-
-    def clock_seconds(self) -> float:
-        """The clock's own cost in this task: its hooked calls times their timed costs."""
-        switch, nested, passed = _call_seconds
-        return self.switches * switch + self.nested * nested + self.passed * passed
-
-    def close(self) -> float:
-        """Charge the last stretch; returns the wall seconds the clock ran."""
-        self._charge()
-        return self._t - self.started
-
-
-class _ThreadTask(threading.local):
-    task: TaskPhases | None = None
-
-
-#: The clock of the task each thread runs (``THREAD.task``, None when none is measured).
-THREAD = _ThreadTask()
+#: One task's phase clock (native): wall and CPU seconds per phase, bytes, codecs.
+#: Its counters say how often the hooks ran: ``switches`` read the clocks on entry
+#: and exit, ``nested`` calls inside a call of the same phase read none (their
+#: time goes to that phase either way), ``passed`` calls only passed the call on
+#: (inside an opaque phase, or at no phase boundary); ``errors`` counts the clock's
+#: own failures (a stack it could not grow).
+TaskPhases = _native.TaskPhases
 
 #: Seconds a hooked call adds when it switches phase, when it is nested in its own
 #: phase, and when it passes inside an opaque phase; set by the hooks' calibration.
@@ -186,7 +66,7 @@ _call_seconds = (0.0, 0.0, 0.0)
 
 
 def set_call_costs(switch: float, nested: float, passed: float) -> None:
-    """Set what each kind of hooked call costs, for :meth:`TaskPhases.clock_seconds`."""
+    """Set what each kind of hooked call costs, for :func:`clock_seconds`."""
     global _call_seconds
     _call_seconds = (switch, nested, passed)
 
@@ -206,9 +86,14 @@ def set_sink(sink: Callable[[TaskPhases], None] | None) -> None:
     _sink = sink
 
 
-def current() -> TaskPhases | None:
-    """The clock of the task this thread runs, or None."""
-    return THREAD.task
+#: The clock of the task this thread runs, or None.
+current: Callable[[], TaskPhases | None] = _native.current_task
+
+
+def clock_seconds(task: TaskPhases) -> float:
+    """The clock's own cost in ``task``: its hooked calls times their timed costs."""
+    switch, nested, passed = _call_seconds
+    return task.switches * switch + task.nested * nested + task.passed * passed
 
 
 def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -220,13 +105,18 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """
     if _sink is None or current() is not None:
         return func(*args, **kwargs)
-    task = THREAD.task = TaskPhases()
+    task = TaskPhases()
+    _native.set_current_task(task)
     try:
         return func(*args, **kwargs)
     finally:
-        THREAD.task = None
+        _native.set_current_task(None)
         try:
             task.close()
+            if task.errors:
+                COUNTERS.add(
+                    "instrument_errors", RuntimeError(f"phase clock: {task.errors} errors")
+                )
             sink = _sink
             if sink is not None:
                 sink(task)
@@ -249,4 +139,4 @@ def own_work() -> Iterator[None]:
     try:
         yield
     finally:
-        task.leave(True)
+        task.leave()

@@ -39,6 +39,7 @@ from roastcoffea.instrument.phases import (
     TASKS_ACTIVITY,
     WALL,
     TaskPhases,
+    clock_seconds,
 )
 from roastcoffea.plugin.task import running_task
 
@@ -48,36 +49,44 @@ def digest_task_phases(task: TaskPhases) -> None:
     started = getattr(thread_state, "start_time", None)
     ran = task.close()
     elapsed = time.time() - started if isinstance(started, float) else ran
-    measured = sum(task.wall[p] for p in PHASES if p != "other")
-    task.wall["other"] = max(elapsed - measured, 0.0)
+    wall, cpu = task.wall, task.cpu
+    wall["other"] = max(elapsed - sum(wall[p] for p in PHASES if p != "other"), 0.0)
     digest = context_meter.digest_metric
     for phase in PHASES:
         if phase == "output" and not task.output_measured:
             continue
-        digest(PHASE_ACTIVITY.format(phase), task.wall[phase], WALL)
-        digest(PHASE_ACTIVITY.format(phase), task.cpu[phase], CPU)
+        digest(PHASE_ACTIVITY.format(phase), wall[phase], WALL)
+        digest(PHASE_ACTIVITY.format(phase), cpu[phase], CPU)
     digest(PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES)
     digest(PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in task.codecs.values()), BYTES)
-    for name, (wall, cpu, size_in, size_out) in task.codecs.items():
+    for name, (codec_wall, codec_cpu, size_in, size_out) in task.codecs.items():
         activity = CODEC_ACTIVITY.format(name)
-        digest(activity, wall, WALL)
-        digest(activity, cpu, CPU)
+        digest(activity, codec_wall, WALL)
+        digest(activity, codec_cpu, CPU)
         digest(activity, size_out, BYTES)
         digest(activity, size_in, COMPRESSED)
     digest(TASKS_ACTIVITY, 1, COUNT)
     digest(CLOCK_ACTIVITY, task.switches + task.nested, COUNT)
-    digest(CLOCK_ACTIVITY, task.clock_seconds(), WALL)
+    digest(CLOCK_ACTIVITY, clock_seconds(task), WALL)
     if task.output_measured:
         digest(OUTPUTS_ACTIVITY, 1, COUNT)
     running = running_task()
     if running.plugin is not None and hasattr(running.plugin, "add_phases"):
-        running.plugin.add_phases(running.key, phase_record(task, started, elapsed))
+        record = phase_record(task, wall, cpu, started, elapsed)
+        running.plugin.add_phases(running.key, record)
 
 
-def phase_record(task: TaskPhases, started: float | None, elapsed: float) -> dict[str, Any]:
-    """The ``kind="phases"`` fields of a task (the plugin adds the task's identity)."""
+def phase_record(
+    task: TaskPhases,
+    wall: dict[str, float],
+    cpu: dict[str, float],
+    started: float | None,
+    elapsed: float,
+) -> dict[str, Any]:
+    """The ``kind="phases"`` fields of a task, its ``other`` closed (the plugin adds the
+    task's identity)."""
     item = task.item
-    output = None if not task.output_measured else task.wall["output"]
+    output = None if not task.output_measured else wall["output"]
     return {
         "dataset": _plain(getattr(item, "dataset", None)),
         "file": _plain(getattr(item, "filename", None)),
@@ -86,8 +95,8 @@ def phase_record(task: TaskPhases, started: float | None, elapsed: float) -> dic
         "thread": threading.get_ident(),
         "t_start": started,
         "elapsed": elapsed,
-        "wall": {p: (output if p == "output" else task.wall[p]) for p in PHASES},
-        "cpu": {p: (None if p == "output" and output is None else task.cpu[p]) for p in PHASES},
+        "wall": {p: (output if p == "output" else wall[p]) for p in PHASES},
+        "cpu": {p: (None if p == "output" and output is None else cpu[p]) for p in PHASES},
         "read_bytes": task.read_bytes,
         "codecs": {name: list(stats) for name, stats in task.codecs.items()},
     }
