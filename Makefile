@@ -12,6 +12,7 @@ DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
 # test scrapes a running cluster with a real Prometheus server.
 TEST_DEB_PKGS := chromium prometheus
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev
+BENCH_DEB_PKGS := valgrind
 CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
@@ -128,6 +129,7 @@ notebooks: $(VENV)/.installed
 	rm -rf docs/notebooks/data docs/notebooks/measurements
 
 bench: $(VENV)/.installed
+	$(call install_missing,$(BENCH_DEB_PKGS))
 	$(VPY) bench/run_all.py
 
 clean:

@@ -21,21 +21,31 @@ run is estimated apart: their calls per chunk times the time of an idle hooked c
 
 A run's cost is its thread's CPU time (``time.thread_time``); the garbage collector runs
 before each run and is paused during it (coffea's garbage costs several ms of collection per
-1,000-event chunk, landing on any run at random). Each figure is the mean of the per-chunk
-differences with its 95 % confidence interval (Student's t), and the median; beside them,
+1,000-event chunk, landing on any run at random). This machine's speed drifts by 20% within
+seconds (its host's load), so a speed probe (a fixed piece of interpreter and numpy work,
+about 3 ms) runs between every two runs. Two estimates, each the mean of its per-chunk
+differences with a 95 % confidence interval (Student's t), and the median: "each run", every
+run against the bare run of its chunk and round; "speed-normalized", the same with every run
+brought to the machine's median speed (times the median probe over the mean of the probes
+before and after it), which halves the variance of the differences here. Beside them,
 from the monitored runs themselves: the instrumentation's thread CPU (``instrument_cpu_s`` of
 the record) and the phase clock's estimate of its own cost (``clock_seconds``). Target:
-<= 1 ms per chunk. Nothing is asserted; the script prints figures.
+<= 1 ms per chunk. ``--variants monitored`` runs only bare and monitored (twice as many
+pairs in the same time). Nothing is asserted; the script prints figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
+import json
+import statistics
 import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy
 import uproot
 from common import interval, median, parse_chunk_bench, phase_hooks, table, verdict
 from workload import Analysis, BareAnalysis, chunk_events
@@ -46,6 +56,18 @@ from roastcoffea.plugin.phases import digest_task_phases
 from roastcoffea.records import drain_local_records
 
 TARGET_MS = 1.0
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--raw", type=Path, help="write every run's thread CPU (ms) as JSON")
+    parser.add_argument(
+        "--variants",
+        type=lambda text: text.split(","),
+        default=["@track_metrics alone", "phase clock alone", "monitored"],
+        help="the runs beside bare, comma-separated (all three)",
+    )
+
+
 Chunk = tuple[Path, int, int]
 
 
@@ -89,62 +111,116 @@ def idle_hook_seconds() -> float:
     )
 
 
+def speed_probe() -> float:
+    """The thread CPU seconds of a fixed piece of work (interpreter and numpy)."""
+    c0 = time.thread_time()
+    total = 0
+    for i in range(50_000):
+        total += i * i % 7
+    numpy.sqrt(numpy.arange(200_000.0)).sum()
+    return time.thread_time() - c0
+
+
+class Runs:
+    """Every run's thread CPU, in order, with the speed probe taken between two runs."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.chunks: list[int] = []
+        self.cpu_ms: list[float] = []
+        self.probes = [speed_probe()]
+
+    def add(self, name: str, chunk: int, seconds: float) -> None:
+        self.names.append(name)
+        self.chunks.append(chunk)
+        self.cpu_ms.append(1e3 * seconds)
+        self.probes.append(speed_probe())
+
+    def normalized_ms(self) -> list[float]:
+        """Each run at the machine's median speed: its CPU time times the median probe
+        over the mean of the probes before and after it."""
+        typical = median(self.probes)
+        return [
+            ms * typical / ((before + after) / 2)
+            for ms, before, after in zip(self.cpu_ms, self.probes, self.probes[1:], strict=False)
+        ]
+
+    def extra_ms(self, name: str, values: list[float]) -> list[float]:
+        """Each run of ``name`` over the bare run of the same chunk and round."""
+        bare: dict[int, list[float]] = {}
+        runs: dict[int, list[float]] = {}
+        for run, chunk, value in zip(self.names, self.chunks, values, strict=True):
+            if run in ("bare", name):
+                (bare if run == "bare" else runs).setdefault(chunk, []).append(value)
+        return [r - b for c in runs for r, b in zip(runs[c], bare[c], strict=True)]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args, directory, ranges = parse_chunk_bench(__doc__, 100, argv)
+    args, directory, ranges = parse_chunk_bench(__doc__, 100, argv, options)
     clocks: list[phases.TaskPhases] = []
 
     def sink(task: phases.TaskPhases) -> None:
         digest_task_phases(task)
         clocks.append(task)
 
-    names = list(variants(ranges[0]))
-    extra_ms: dict[str, list[float]] = {name: [] for name in names[1:]}
+    names = ["bare", *(n for n in variants(ranges[0]) if n != "bare" and n in args.variants)]
     own_ms: list[float] = []
     monitored: list[phases.TaskPhases] = []
     with phase_hooks(sink):
         for run in variants(ranges[0]).values():
             run()  # warm-up: imports, page cache, the tree index
+        runs = Runs()
         for round_ in range(args.repeats):
             for i, chunk in enumerate(ranges):
-                runs = variants(chunk)
+                chunk_runs = variants(chunk)
                 turn = (round_ + i) % len(names)
-                spent = {}
                 for name in names[turn:] + names[:turn]:
                     drain_local_records()
                     clocks.clear()
-                    spent[name] = thread_cpu(runs[name])
+                    runs.add(name, i, thread_cpu(chunk_runs[name]))
                     if name == "monitored":
                         own_ms += [1e3 * r["instrument_cpu_s"] for r in drain_local_records()]
                         monitored += clocks
-                for name in names[1:]:
-                    extra_ms[name].append(1e3 * (spent[name] - spent["bare"]))
-    clock_ms = [1e3 * phases.clock_seconds(task) for task in monitored]
+    if args.raw:
+        args.raw.write_text(json.dumps(vars(runs)))
     hooked_calls = [task.switches + task.nested + task.passed for task in monitored]
-    idle_ms = 1e3 * idle_hook_seconds() * median(hooked_calls)
+    idle_ms = 1e3 * idle_hook_seconds() * median(hooked_calls) if monitored else 0.0
 
     print(
         f"chunk cost: {len(ranges)} chunks of {args.chunksize:,} events x {args.repeats} "
         f"repeats, demo NanoAOD in {directory}"
     )
+    estimates = {"each run": runs.cpu_ms, "speed-normalized": runs.normalized_ms()}
     rows = []
-    for name, values in extra_ms.items():
-        mean, low, high = interval(values)
-        rows.append(
-            [f"{name} - bare", f"{mean:.3f}", f"{low:.3f} to {high:.3f}", f"{median(values):.3f}"]
-        )
-    rows += [
-        ["monitored: instrumentation (its records)", f"{interval(own_ms)[0]:.3f}", "", ""],
-        ["monitored: phase clock (its estimate)", f"{interval(clock_ms)[0]:.3f}", "", ""],
-        [f"bare: idle hooks ({median(hooked_calls):.0f} calls)", f"{idle_ms:.3f}", "", ""],
-    ]
+    for label, values in estimates.items():
+        for name in names[1:]:
+            extra = runs.extra_ms(name, values)
+            mean, low, high = interval(extra)
+            ci = f"{low:.3f} to {high:.3f}"
+            rows.append([f"{name} - bare, {label}", f"{mean:.3f}", ci, f"{median(extra):.3f}"])
+    if monitored:
+        clock_ms = [1e3 * phases.clock_seconds(task) for task in monitored]
+        rows += [
+            ["monitored: instrumentation (its records)", f"{interval(own_ms)[0]:.3f}", "", ""],
+            ["monitored: phase clock (its estimate)", f"{interval(clock_ms)[0]:.3f}", "", ""],
+            [f"bare: idle hooks ({median(hooked_calls):.0f} calls)", f"{idle_ms:.3f}", "", ""],
+        ]
     print()
     print(table(["thread CPU per chunk, ms", "mean", "95% CI", "median"], rows))
-    high = interval(extra_ms["monitored"])[2] + idle_ms
-    print(
-        f"\nfixed cost per chunk, upper end of the 95% CI with the idle hooks: {high:.3f} ms, "
-        f"target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
-    )
+    print(f"speed probe: median {1e3 * median(runs.probes):.2f} ms, IQR {iqr_ms(runs.probes)}")
+    if "monitored" in names:
+        for label, values in estimates.items():
+            high = interval(runs.extra_ms("monitored", values))[2] + idle_ms
+            print(
+                f"\nfixed cost per chunk ({label}), upper end of the 95% CI with the idle "
+                f"hooks: {high:.3f} ms, target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
+            )
     return 0
+
+
+def iqr_ms(values: list[float]) -> str:
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return f"{1e3 * q1:.2f}-{1e3 * q3:.2f} ms"
 
 
 if __name__ == "__main__":

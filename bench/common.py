@@ -84,16 +84,21 @@ def chunk_arguments(parser: argparse.ArgumentParser, chunks: int) -> None:
 
 
 def parse_chunk_bench(
-    doc: str, chunks: int, argv: list[str] | None
+    doc: str,
+    chunks: int,
+    argv: list[str] | None,
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> tuple[argparse.Namespace, Path, list[tuple[Path, int, int]]]:
-    """The arguments of a benchmark over demo chunks, the files' directory and the chunks;
-    coffea's warnings about the synthetic files are silenced."""
+    """The arguments of a benchmark over demo chunks (``more`` adds its own), the files'
+    directory and the chunks; coffea's warnings about the synthetic files are silenced."""
     import warnings
 
     from coffea.nanoevents import NanoAODSchema
 
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     chunk_arguments(parser, chunks)
+    if more is not None:
+        more(parser)
     args = parser.parse_args(argv)
     directory, ranges = demo_chunks(args)
     warnings.filterwarnings("ignore", module="coffea")

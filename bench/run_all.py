@@ -26,6 +26,7 @@ BENCHMARKS = (
     "collector_overhead.py",
     "consecutive_runs.py",
     "chunk_cost.py",
+    "chunk_instructions.py",
     "instrument_cost.py",
     "phase_cost.py",
     "insitu_cost.py",
