@@ -14,7 +14,8 @@ import uproot
 
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks, instrumentation_counters, phases
-from roastcoffea.instrument.phases import PHASES, TaskPhases
+from roastcoffea.instrument.phases import TaskPhases
+from roastcoffea.phase_vocabulary import PHASES
 
 
 @pytest.fixture
@@ -224,6 +225,7 @@ def test_phase_names_are_the_documented_ones() -> None:
     documented = re.findall(r"^\| (\w+) \| ", section.split("\n\n| key |", 1)[0], re.M)
     assert tuple(documented[1:]) == PHASES  # after the table's heading row
     assert PHASES[-1] == "other"
+    assert _native.PHASES == PHASES  # the clock's own list
 
 
 def test_a_failing_hook_is_counted_and_the_read_goes_on(finished: list[TaskPhases]) -> None:

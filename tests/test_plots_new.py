@@ -17,8 +17,8 @@ from matplotlib.dates import date2num
 from measured_run import Measured, measure
 
 from roastcoffea import load_measurement
-from roastcoffea.instrument.phases import is_phase_activity
 from roastcoffea.measurement import load_metadata
+from roastcoffea.phase_vocabulary import is_phase_activity
 from roastcoffea.plots.compare import plot_measurement_comparison, plot_scaling_study
 from roastcoffea.plots.datasets import plot_dataset_runtimes
 from roastcoffea.plots.fine import plot_fine_metrics_heatmap, plot_processor_overhead_breakdown

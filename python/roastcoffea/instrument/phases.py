@@ -27,31 +27,6 @@ from typing import Any
 from roastcoffea import _native
 from roastcoffea.instrument._counters import COUNTERS
 
-#: The phases, in display order; ``other`` closes the sum.
-PHASES: tuple[str, ...] = _native.PHASES
-
-# How the phases appear in Dask's fine performance metrics: the worker plugin
-# digests them under these activities and units, the metrics read them back.
-#: Activity label of a phase, and of a codec's share of ``decompress``.
-PHASE_ACTIVITY, CODEC_ACTIVITY = "phase:{}", "decompress:{}"
-#: Activities counting the measured tasks, those whose output was measured, and the
-#: clock's own cost (its switches, and their estimated seconds).
-TASKS_ACTIVITY, OUTPUTS_ACTIVITY, CLOCK_ACTIVITY = "phase-tasks", "phase-outputs", "phase-clock"
-#: Units (never Dask's "seconds": those are subtracted from the task's thread time).
-WALL, CPU, BYTES, COMPRESSED, COUNT = (
-    "wall-seconds",
-    "cpu-seconds",
-    "bytes",
-    "compressed-bytes",
-    "count",
-)
-
-
-def is_phase_activity(activity: str) -> bool:
-    """Whether a digest activity is the phase clock's (it has its own views), not Dask's."""
-    return activity.startswith(("phase:", "phase-", "decompress:"))
-
-
 #: One task's phase clock (native): wall and CPU seconds per phase, bytes, codecs.
 #: Its counters say how often the hooks ran: ``switches`` read the clocks on entry
 #: and exit, ``nested`` calls inside a call of the same phase read none (their

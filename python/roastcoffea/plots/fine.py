@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.instrument.phases import is_phase_activity
+from roastcoffea.phase_vocabulary import is_phase_activity
 from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require_key
 from roastcoffea.plots._types import FigureAxes, Size
 from roastcoffea.units import format_bytes

@@ -26,7 +26,8 @@ from typing import Any
 from distributed.metrics import context_meter
 from distributed.worker import thread_state
 
-from roastcoffea.instrument.phases import (
+from roastcoffea.instrument.phases import TaskPhases, clock_seconds
+from roastcoffea.phase_vocabulary import (
     BYTES,
     CLOCK_ACTIVITY,
     CODEC_ACTIVITY,
@@ -38,8 +39,6 @@ from roastcoffea.instrument.phases import (
     PHASES,
     TASKS_ACTIVITY,
     WALL,
-    TaskPhases,
-    clock_seconds,
 )
 from roastcoffea.plugin.task import running_task
 

@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
-from roastcoffea.instrument import phases as vocab
+from roastcoffea import phase_vocabulary as vocab
 from roastcoffea.plugin._workers import worker_values
 from roastcoffea.records import chunk_events_and_bytes
 
