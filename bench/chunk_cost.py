@@ -21,13 +21,9 @@ run is estimated apart: their calls per chunk times the time of an idle hooked c
 
 A run's cost is its thread's CPU time (``time.thread_time``); the garbage collector runs
 before each run and is paused during it (coffea's garbage costs several ms of collection per
-1,000-event chunk, landing on any run at random). This machine's speed drifts by 20% within
-seconds (its host's load), so a speed probe (a fixed piece of interpreter and numpy work,
-about 3 ms) runs between every two runs. Two estimates, each the mean of its per-chunk
-differences with a 95 % confidence interval (Student's t), and the median: "each run", every
-run against the bare run of its chunk and round; "speed-normalized", the same with every run
-brought to the machine's median speed (times the median probe over the mean of the probes
-before and after it), which halves the variance of the differences here. Beside them,
+1,000-event chunk, landing on any run at random). Each figure is the mean of the
+differences between a run and the bare run of the same chunk and round, with its 95 %
+confidence interval (Student's t), and their median. Beside them,
 from the monitored runs themselves: the instrumentation's thread CPU (``instrument_cpu_s`` of
 the record) and the phase clock's estimate of its own cost (``clock_seconds``). Target:
 <= 1 ms per chunk. ``--variants monitored`` runs only bare and monitored (twice as many
@@ -39,13 +35,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy
 import uproot
 from common import interval, median, parse_chunk_bench, phase_hooks, table, verdict
 from workload import Analysis, BareAnalysis, chunk_events
@@ -111,45 +105,24 @@ def idle_hook_seconds() -> float:
     )
 
 
-def speed_probe() -> float:
-    """The thread CPU seconds of a fixed piece of work (interpreter and numpy)."""
-    c0 = time.thread_time()
-    total = 0
-    for i in range(50_000):
-        total += i * i % 7
-    numpy.sqrt(numpy.arange(200_000.0)).sum()
-    return time.thread_time() - c0
-
-
 class Runs:
-    """Every run's thread CPU, in order, with the speed probe taken between two runs."""
+    """Every run's thread CPU, in order."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.chunks: list[int] = []
         self.cpu_ms: list[float] = []
-        self.probes = [speed_probe()]
 
     def add(self, name: str, chunk: int, seconds: float) -> None:
         self.names.append(name)
         self.chunks.append(chunk)
         self.cpu_ms.append(1e3 * seconds)
-        self.probes.append(speed_probe())
 
-    def normalized_ms(self) -> list[float]:
-        """Each run at the machine's median speed: its CPU time times the median probe
-        over the mean of the probes before and after it."""
-        typical = median(self.probes)
-        return [
-            ms * typical / ((before + after) / 2)
-            for ms, before, after in zip(self.cpu_ms, self.probes, self.probes[1:], strict=False)
-        ]
-
-    def extra_ms(self, name: str, values: list[float]) -> list[float]:
+    def extra_ms(self, name: str) -> list[float]:
         """Each run of ``name`` over the bare run of the same chunk and round."""
         bare: dict[int, list[float]] = {}
         runs: dict[int, list[float]] = {}
-        for run, chunk, value in zip(self.names, self.chunks, values, strict=True):
+        for run, chunk, value in zip(self.names, self.chunks, self.cpu_ms, strict=True):
             if run in ("bare", name):
                 (bare if run == "bare" else runs).setdefault(chunk, []).append(value)
         return [r - b for c in runs for r, b in zip(runs[c], bare[c], strict=True)]
@@ -190,14 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         f"chunk cost: {len(ranges)} chunks of {args.chunksize:,} events x {args.repeats} "
         f"repeats, demo NanoAOD in {directory}"
     )
-    estimates = {"each run": runs.cpu_ms, "speed-normalized": runs.normalized_ms()}
     rows = []
-    for label, values in estimates.items():
-        for name in names[1:]:
-            extra = runs.extra_ms(name, values)
-            mean, low, high = interval(extra)
-            ci = f"{low:.3f} to {high:.3f}"
-            rows.append([f"{name} - bare, {label}", f"{mean:.3f}", ci, f"{median(extra):.3f}"])
+    for name in names[1:]:
+        extra = runs.extra_ms(name)
+        mean, low, high = interval(extra)
+        rows.append([f"{name} - bare", f"{mean:.3f}", f"{low:.3f} to {high:.3f}"])
+        rows[-1].append(f"{median(extra):.3f}")
     if monitored:
         clock_ms = [1e3 * phases.clock_seconds(task) for task in monitored]
         rows += [
@@ -207,20 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         ]
     print()
     print(table(["thread CPU per chunk, ms", "mean", "95% CI", "median"], rows))
-    print(f"speed probe: median {1e3 * median(runs.probes):.2f} ms, IQR {iqr_ms(runs.probes)}")
     if "monitored" in names:
-        for label, values in estimates.items():
-            high = interval(runs.extra_ms("monitored", values))[2] + idle_ms
-            print(
-                f"\nfixed cost per chunk ({label}), upper end of the 95% CI with the idle "
-                f"hooks: {high:.3f} ms, target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
-            )
+        high = interval(runs.extra_ms("monitored"))[2] + idle_ms
+        print(
+            f"\nfixed cost per chunk, upper end of the 95% CI with the idle hooks: {high:.3f} ms, "
+            f"target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
+        )
     return 0
-
-
-def iqr_ms(values: list[float]) -> str:
-    q1, _, q3 = statistics.quantiles(values, n=4)
-    return f"{1e3 * q1:.2f}-{1e3 * q3:.2f} ms"
 
 
 if __name__ == "__main__":

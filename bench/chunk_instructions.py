@@ -2,11 +2,11 @@
 
 What it measures: the four runs of a demo chunk of ``bench/chunk_cost.py`` (bare with the
 hooks idle, ``@track_metrics`` alone, the phase clock alone, monitored), each in a process of
-its own under ``valgrind --tool=callgrind`` (every instruction of every thread counted, the
-same hash seed in every process). A process runs the same warm-up (imports, one run of each
-variant), then, the garbage collector off, its variant on ``--chunks`` chunks; a baseline
-process runs the warm-up only.
-Instructions per chunk = (the variant's total - the baseline's) / chunks.
+its own under ``valgrind --tool=callgrind`` (every instruction of every thread counted; the
+same hash seed and, with ``setarch --addr-no-randomize``, the same addresses in every
+process). A process runs the same warm-up (imports, one run of each variant), then, the
+garbage collector off, its variant on ``--chunks`` chunks; a baseline process runs the
+warm-up only. Instructions per chunk = (the variant's total - the baseline's) / chunks.
 
 The count is exact and the same from one run to the next (this machine's CPU time per chunk
 varies by 20% with its host's load), but it is not time: what the monitoring costs the code
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -65,6 +66,9 @@ def counted(name: str, argv: list[str], directory: Path) -> int:
     """The instructions valgrind counts in a child running ``name``."""
     out = directory / f"{len(os.listdir(directory))}.callgrind"
     command = [
+        "setarch",
+        platform.machine(),
+        "--addr-no-randomize",
         "valgrind",
         "--tool=callgrind",
         f"--callgrind-out-file={out}",
