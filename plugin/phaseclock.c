@@ -6,9 +6,9 @@
  * the common calls cost no Python frame: a PhaseHook finds the thread's
  * clock in a C thread-local, reads the clocks only when the call switches
  * phase (roast/phases.h) and calls the wrapped function by vectorcall. The
- * arithmetic is native/src/phases.c; a failure of the clock (no memory to
- * grow its stack) is counted in the task's `errors`, never raised into the
- * analysis. */
+ * arithmetic is native/src/phases.c; a failure of the clock (a call past
+ * the stack it keeps) is counted in the task's `errors`, never raised into
+ * the analysis. */
 #include "roastpy.h"
 
 #include <time.h>
@@ -272,7 +272,8 @@ static PyMemberDef task_members[] = {
      "Hooked calls that only passed the call on (inside an opaque phase, or at no phase "
      "boundary)."},
     {"errors", T_ULONGLONG, offsetof(TaskPhases, errors), READONLY,
-     "Clock operations that failed (no memory, a leave without an enter)."},
+     "Clock operations that failed: calls past the deepest stack kept or with no memory to "
+     "grow it (their time goes to the phase under them), a leave without an enter."},
     {"codecs", T_OBJECT_EX, offsetof(TaskPhases, codecs), READONLY,
      "Per codec name: [wall, cpu, compressed bytes in, bytes out]."},
     {"item", T_OBJECT, offsetof(TaskPhases, item), 0, "The coffea WorkItem of the task, or None."},

@@ -89,6 +89,30 @@ def test_a_leave_without_an_enter_is_counted_not_raised() -> None:
     assert task.errors == 1 and task.switches == 0
 
 
+def test_calls_past_the_deepest_stack_are_counted_and_stay_paired(
+    finished: list[TaskPhases],
+) -> None:
+    depth, beyond = 65_535, 3  # the base phase is the stack's first level
+
+    def deep() -> None:
+        task = phases.current()
+        assert task is not None
+        for i in range(depth + beyond):
+            task.enter("read" if i % 2 else "interpret")
+        for _ in range(depth + beyond):
+            task.leave()
+        task.enter("user")
+        burn(0.005)
+        task.leave()
+
+    before = instrumentation_counters()["instrument_errors"]
+    phases.run_task(deep, (), {})
+    (task,) = finished
+    assert task.errors == beyond and task.switches == depth + 1
+    assert task.cpu["user"] >= 0.005  # the stack under the lost calls unwound in order
+    assert instrumentation_counters()["instrument_errors"] == before + 1
+
+
 def test_phase_names_are_checked() -> None:
     task = TaskPhases()
     with pytest.raises(ValueError, match="not a phase: 'reading'"):

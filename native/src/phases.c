@@ -50,21 +50,32 @@ roast_instant roast_phase_charge(roast_phase_clock *clock, roast_instant now)
 
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque)
 {
-    return opaque || phase != roast_phase_top(clock);
+    return !clock->lost && clock->depth < ROAST_PHASE_MAX_DEPTH &&
+           (opaque || phase != roast_phase_top(clock));
+}
+
+static roast_status grow(roast_phase_clock *clock)
+{
+    if (clock->depth == ROAST_PHASE_MAX_DEPTH)
+        return ROAST_EFULL;
+    if (clock->depth < clock->cap)
+        return ROAST_OK;
+    uint8_t *grown = realloc(clock->stack, clock->cap * 2u);
+    if (!grown)
+        return ROAST_ENOMEM;
+    clock->stack = grown;
+    clock->cap *= 2u;
+    return ROAST_OK;
 }
 
 roast_status roast_phase_enter(roast_phase_clock *clock, int phase, bool opaque, roast_instant now)
 {
     if (!phase_valid(phase))
         return ROAST_EINVAL;
-    if (clock->depth == clock->cap) {
-        if (clock->cap > UINT32_MAX / 2)
-            return ROAST_ENOMEM;
-        uint8_t *grown = realloc(clock->stack, clock->cap * 2u);
-        if (!grown)
-            return ROAST_ENOMEM;
-        clock->stack = grown;
-        clock->cap *= 2u;
+    roast_status st = clock->lost ? ROAST_EFULL : grow(clock);
+    if (st != ROAST_OK) {
+        clock->lost++;
+        return st;
     }
     if (roast_phase_enter_switches(clock, phase, opaque)) {
         roast_phase_charge(clock, now);
@@ -79,7 +90,7 @@ roast_status roast_phase_enter(roast_phase_clock *clock, int phase, bool opaque,
 
 bool roast_phase_leave_switches(const roast_phase_clock *clock)
 {
-    if (clock->depth < 2)
+    if (clock->lost || clock->depth < 2)
         return false;
     uint8_t top = clock->stack[clock->depth - 1];
     return (top & ROAST_PHASE_OPAQUE) || PHASE_OF(top) != PHASE_OF(clock->stack[clock->depth - 2]);
@@ -88,6 +99,10 @@ bool roast_phase_leave_switches(const roast_phase_clock *clock)
 roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, roast_instant *stretch)
 {
     *stretch = (roast_instant){0.0, 0.0};
+    if (clock->lost) {
+        clock->lost--;
+        return ROAST_OK;
+    }
     if (clock->depth < 2)
         return ROAST_EINVAL;
     if (roast_phase_leave_switches(clock))

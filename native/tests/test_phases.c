@@ -105,6 +105,37 @@ static void test_deep_nesting(void)
     roast_phase_clock_release(&c);
 }
 
+/* Past the deepest stack kept, calls are counted as lost, charge nothing of
+ * their own, and unwind in order: the stack under them is intact. */
+static void test_calls_past_the_deepest_stack_are_lost_and_unwound(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    for (uint32_t i = 1; i < ROAST_PHASE_MAX_DEPTH; i++)
+        CHECK(roast_phase_enter(&c, i % 2 ? READ : INTERPRET, false, at(i, 0)) == ROAST_OK);
+    int top = roast_phase_top(&c);
+    CHECK(!roast_phase_enter_switches(&c, OPEN, true));
+    CHECK(roast_phase_enter(&c, OPEN, true, at(1e6, 0)) == ROAST_EFULL);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(1e6, 0)) == ROAST_EFULL);
+    CHECK_EQ_U(c.lost, 2);
+    CHECK_EQ_U(c.opaque, 0);
+    roast_instant stretch;
+    CHECK(!roast_phase_leave_switches(&c));
+    CHECK(roast_phase_leave(&c, at(1e6, 0), &stretch) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(1e6, 0), &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch.wall, 0);
+    CHECK_EQ_U(c.lost, 0);
+    CHECK_EQ_U(c.depth, ROAST_PHASE_MAX_DEPTH);
+    CHECK_EQ_U(roast_phase_top(&c), top);
+    for (uint32_t i = ROAST_PHASE_MAX_DEPTH; i > 1; i--)
+        CHECK(roast_phase_leave(&c, at(2e6, 0), &stretch) == ROAST_OK);
+    CHECK_EQ_U(c.depth, 1);
+    roast_phase_charge(&c, at(2e6, 0));
+    CHECK_EQ_D(sum(c.wall), 2e6);
+    CHECK_EQ_D(c.wall[OPEN] + c.wall[DECOMPRESS], 0);
+    roast_phase_clock_release(&c);
+}
+
 static void test_contract_breaches_are_refused(void)
 {
     roast_phase_clock c;
@@ -147,6 +178,7 @@ int main(void)
     test_a_call_nested_in_its_phase_charges_nothing();
     test_opaque_phases_switch_and_are_counted();
     test_deep_nesting();
+    test_calls_past_the_deepest_stack_are_lost_and_unwound();
     test_contract_breaches_are_refused();
     test_rebase();
     return check_failures ? 1 : 0;

@@ -29,12 +29,16 @@ typedef struct roast_phase_clock {
     uint8_t *stack;     /* entered phases, each with ROAST_PHASE_OPAQUE when opaque; */
     uint32_t depth;     /* stack[0] is the base phase, never left */
     uint32_t cap;
+    uint32_t lost;      /* calls entered beyond ROAST_PHASE_MAX_DEPTH (or with no memory to
+                           grow the stack): not on it, their time goes to its top */
     uint32_t opaque;    /* opaque phases on the stack: their calls charge nothing of their own */
     uint64_t switches;  /* calls that read the clocks on entry and exit */
     uint64_t nested;    /* calls inside a call of the same phase */
 } roast_phase_clock;
 
 #define ROAST_PHASE_OPAQUE 0x80u
+/* Deepest stack kept; Python's recursion limit keeps real calls far below it. */
+#define ROAST_PHASE_MAX_DEPTH 65536u
 
 /* Starts the clock at now, charging to base. ENOMEM, or EINVAL for a phase
  * out of range; the clock needs roast_phase_clock_release either way. */
@@ -47,14 +51,17 @@ int roast_phase_top(const roast_phase_clock *clock);
 /* Whether entering phase ends a stretch (then pass the clocks to enter). */
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque);
 /* Pushes phase; charges the stretch so far to the phase it covers when the
- * call switches (now is ignored otherwise). ENOMEM leaves the clock as it
- * was; EINVAL for a phase out of range. */
+ * call switches (now is ignored otherwise). EINVAL for a phase out of range.
+ * A call that cannot be pushed (EFULL past ROAST_PHASE_MAX_DEPTH, ENOMEM),
+ * and every call inside it, is counted in lost and unwound by its leave, so
+ * enters and leaves stay paired. */
 roast_status roast_phase_enter(roast_phase_clock *clock, int phase, bool opaque, roast_instant now);
 
 /* Whether leaving the top phase ends a stretch. */
 bool roast_phase_leave_switches(const roast_phase_clock *clock);
-/* Pops the top phase; when it switches, charges its last stretch and returns
- * it in *stretch (zero otherwise). EINVAL when only the base is left. */
+/* Pops the top phase (or a lost call); when it switches, charges its last
+ * stretch and returns it in *stretch (zero otherwise). EINVAL when only the
+ * base is left. */
 roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, roast_instant *stretch);
 
 /* Charges the stretch so far to the top phase; returns it. */

@@ -32,7 +32,8 @@ from roastcoffea.instrument._counters import COUNTERS
 #: and exit, ``nested`` calls inside a call of the same phase read none (their
 #: time goes to that phase either way), ``passed`` calls only passed the call on
 #: (inside an opaque phase, or at no phase boundary); ``errors`` counts the clock's
-#: own failures (a stack it could not grow).
+#: own failures (calls nested past the stack it keeps, 65,536 deep, or with no memory
+#: to grow it: their time goes to the phase under them).
 TaskPhases = _native.TaskPhases
 
 #: Seconds a hooked call adds when it switches phase, when it is nested in its own
