@@ -221,17 +221,6 @@ static PyObject *task_get_cpu(TaskPhases *task, void *closure)
     return seconds_dict(task->clock.cpu);
 }
 
-static PyObject *task_get_count(TaskPhases *task, void *closure)
-{
-    const char *which = closure;
-    const roast_phase_clock *clock = &task->clock;
-    if (which[0] == 's')
-        return PyLong_FromUnsignedLongLong(clock->switches);
-    if (which[0] == 'n')
-        return PyLong_FromUnsignedLongLong(clock->nested);
-    return PyLong_FromUnsignedLong(clock->opaque);
-}
-
 static PyMethodDef task_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))task_enter_method, METH_VARARGS | METH_KEYWORDS,
      "enter(phase, opaque=False)\n\nStart charging phase (until the matching leave()). An "
@@ -253,17 +242,18 @@ static PyGetSetDef task_getset[] = {
      NULL},
     {"cpu", (getter)task_get_cpu, NULL, "Thread CPU seconds (thread_time) per phase, a new dict.",
      NULL},
-    {"switches", (getter)task_get_count, NULL,
-     "Phase switches: hooked calls that read the clocks on entry and exit.", "switches"},
-    {"nested", (getter)task_get_count, NULL,
-     "Hooked calls inside a call of the same phase: they read no clock.", "nested"},
-    {"opaque", (getter)task_get_count, NULL,
-     "Opaque phases running: while above 0, hooked calls charge nothing of their own.",
-     "opaque"},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+_Static_assert(sizeof(uint32_t) == sizeof(unsigned int), "uint32_t is not unsigned int");
+
 static PyMemberDef task_members[] = {
+    {"switches", T_ULONGLONG, offsetof(TaskPhases, clock.switches), READONLY,
+     "Phase switches: hooked calls that read the clocks on entry and exit."},
+    {"nested", T_ULONGLONG, offsetof(TaskPhases, clock.nested), READONLY,
+     "Hooked calls inside a call of the same phase: they read no clock."},
+    {"opaque", T_UINT, offsetof(TaskPhases, clock.opaque), READONLY,
+     "Opaque phases running: while above 0, hooked calls charge nothing of their own."},
     {"started", T_DOUBLE, offsetof(TaskPhases, started), READONLY,
      "When the clock started (perf_counter seconds)."},
     {"read_bytes", T_LONGLONG, offsetof(TaskPhases, read_bytes), 0,
