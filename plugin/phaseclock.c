@@ -166,37 +166,6 @@ static PyObject *task_close(TaskPhases *task, PyObject *unused)
     return PyFloat_FromDouble(task->clock.last.wall - task->started);
 }
 
-/* Adds to the [wall, cpu, bytes in, bytes out] of a codec, one Python number at a time. */
-static int add_to_item(PyObject *stats, Py_ssize_t i, PyObject *value)
-{
-    PyObject *sum = PyNumber_Add(PyList_GET_ITEM(stats, i), value);
-    if (!sum)
-        return -1;
-    return PyList_SetItem(stats, i, sum);
-}
-
-static PyObject *task_add_codec(TaskPhases *task, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError, "add_codec() takes 5 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *stats = PyDict_GetItemWithError(task->codecs, args[0]);
-    if (!stats) {
-        if (PyErr_Occurred())
-            return NULL;
-        stats = Py_BuildValue("[ddii]", 0.0, 0.0, 0, 0);
-        int rc = stats ? PyDict_SetItem(task->codecs, args[0], stats) : -1;
-        Py_XDECREF(stats); /* the dict holds it */
-        if (rc < 0)
-            return NULL;
-    }
-    for (Py_ssize_t i = 0; i < 4; i++)
-        if (add_to_item(stats, i, args[i + 1]) < 0)
-            return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyObject *seconds_dict(const double *seconds)
 {
     PyObject *dict = PyDict_New();
@@ -230,8 +199,6 @@ static PyMethodDef task_methods[] = {
      "for a call nested in its own phase)."},
     {"rebase", (PyCFunction)task_rebase, METH_O,
      "rebase(phase)\n\nCharge time outside every hooked call to phase from now on."},
-    {"add_codec", (PyCFunction)(void (*)(void))task_add_codec, METH_FASTCALL,
-     "add_codec(name, wall, cpu, size_in, size_out)\n\nAdd a decompression to its codec."},
     {"close", (PyCFunction)task_close, METH_NOARGS,
      "close() -> float\n\nCharge the last stretch; returns the wall seconds the clock ran."},
     {NULL, NULL, 0, NULL},

@@ -171,9 +171,16 @@ def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
             return out
         finally:
             wall, cpu = task.leave()
-            _quietly(lambda: task.add_codec(str(self.name), wall, cpu, len(data), len(out)))
+            _quietly(_add_codec, task, str(self.name), (wall, cpu, len(data), len(out)))
 
     return decompress
+
+
+def _add_codec(task: phases.TaskPhases, name: str, figures: tuple[float, float, int, int]) -> None:
+    """Add one decompression's (wall, cpu, bytes in, bytes out) to its codec's totals."""
+    totals = task.codecs.setdefault(name, [0.0, 0.0, 0, 0])
+    for i, value in enumerate(figures):
+        totals[i] += value
 
 
 def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
