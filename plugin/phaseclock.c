@@ -1,6 +1,7 @@
 /* The phase clock's Python face: TaskPhases (one task's clock), PhaseHook
- * (a function wrapped to charge its time to a phase) and the clock of the
- * task each thread runs.
+ * (a function wrapped to charge its time to a phase, a codec's decompression
+ * or a lookup that returns deferred work) and the clock of the task each
+ * thread runs.
  *
  * The hooks run hundreds of times per chunk inside the user's analysis, so
  * the common calls cost no Python frame: a PhaseHook finds the thread's
@@ -23,13 +24,16 @@ static const char *const phase_names[ROAST_PHASE_COUNT] = {
 
 static PyObject *phase_strs[ROAST_PHASE_COUNT]; /* interned phase_names */
 
+/* uproot.compression's codec names; exported as CODECS. */
+static const char *const codec_names[ROAST_CODEC_COUNT] = {"ZLIB", "LZMA", "LZ4", "ZSTD"};
+static PyObject *codec_strs[ROAST_CODEC_COUNT];
+
 typedef struct {
     PyObject_HEAD
     roast_phase_clock clock;
     double started;
     long long read_bytes;
     unsigned long long passed, errors;
-    PyObject *codecs; /* {codec name: [wall, cpu, bytes in, bytes out]} */
     PyObject *item;
     char output_measured, in_work;
 } TaskPhases;
@@ -48,20 +52,25 @@ static roast_instant clocks_now(void)
 
 static const roast_instant no_instant = {0.0, 0.0};
 
-/* The index of a phase name; -1 with ValueError for anything else. */
-static int phase_index(PyObject *name)
+/* The index of name in strs; -1 with ValueError (not a what) for anything else. */
+static int name_index(PyObject *name, PyObject *const *strs, int count, const char *what)
 {
-    for (int i = 0; i < ROAST_PHASE_COUNT; i++)
-        if (name == phase_strs[i])
+    for (int i = 0; i < count; i++)
+        if (name == strs[i])
             return i;
-    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
-        int eq = PyUnicode_Check(name) ? PyUnicode_Compare(name, phase_strs[i]) == 0 : 0;
+    for (int i = 0; i < count; i++) {
+        int eq = PyUnicode_Check(name) ? PyUnicode_Compare(name, strs[i]) == 0 : 0;
         if (eq)
             return i;
     }
     if (!PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "not a phase: %R", name);
+        PyErr_Format(PyExc_ValueError, "not a %s: %R", what, name);
     return -1;
+}
+
+static int phase_index(PyObject *name)
+{
+    return name_index(name, phase_strs, ROAST_PHASE_COUNT, "phase");
 }
 
 static void task_enter(TaskPhases *task, int phase, bool opaque)
@@ -96,23 +105,21 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     task->started = now.wall;
     task->item = Py_NewRef(Py_None);
     roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now);
-    if (st != ROAST_OK || !(task->codecs = PyDict_New())) {
+    if (st != ROAST_OK) {
         Py_DECREF(task);
-        return st != ROAST_OK ? roastpy_raise(st, NULL) : NULL;
+        return roastpy_raise(st, NULL);
     }
     return (PyObject *)task;
 }
 
 static int task_traverse(TaskPhases *task, visitproc visit, void *arg)
 {
-    Py_VISIT(task->codecs);
     Py_VISIT(task->item);
     return 0;
 }
 
 static int task_clear(TaskPhases *task)
 {
-    Py_CLEAR(task->codecs);
     Py_CLEAR(task->item);
     return 0;
 }
@@ -190,6 +197,24 @@ static PyObject *task_get_cpu(TaskPhases *task, void *closure)
     return seconds_dict(task->clock.cpu);
 }
 
+/* {codec name: [wall, cpu, bytes in, bytes out]} of the codecs the task used. */
+static PyObject *task_get_codecs(TaskPhases *task, void *closure)
+{
+    (void)closure;
+    PyObject *dict = PyDict_New();
+    for (int i = 0; dict && i < ROAST_CODEC_COUNT; i++) {
+        const roast_codec_totals *c = &task->clock.codecs[i];
+        if (!c->calls)
+            continue;
+        PyObject *totals = Py_BuildValue("[ddKK]", c->wall, c->cpu, (unsigned long long)c->bytes_in,
+                                         (unsigned long long)c->bytes_out);
+        if (!totals || PyDict_SetItem(dict, codec_strs[i], totals) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(totals);
+    }
+    return dict;
+}
+
 static PyMethodDef task_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))task_enter_method, METH_VARARGS | METH_KEYWORDS,
      "enter(phase, opaque=False)\n\nStart charging phase (until the matching leave()). An "
@@ -209,6 +234,8 @@ static PyGetSetDef task_getset[] = {
      NULL},
     {"cpu", (getter)task_get_cpu, NULL, "Thread CPU seconds (thread_time) per phase, a new dict.",
      NULL},
+    {"codecs", (getter)task_get_codecs, NULL,
+     "Per codec used: [wall, cpu, compressed bytes in, bytes out], a new dict.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -231,8 +258,6 @@ static PyMemberDef task_members[] = {
     {"errors", T_ULONGLONG, offsetof(TaskPhases, errors), READONLY,
      "Clock operations that failed: calls past the deepest stack kept or with no memory to "
      "grow it (their time goes to the phase under them), a leave without an enter."},
-    {"codecs", T_OBJECT_EX, offsetof(TaskPhases, codecs), READONLY,
-     "Per codec name: [wall, cpu, compressed bytes in, bytes out]."},
     {"item", T_OBJECT, offsetof(TaskPhases, item), 0, "The coffea WorkItem of the task, or None."},
     {"output_measured", T_BOOL, offsetof(TaskPhases, output_measured), 0,
      "Whether the output was compressed inside the task (coffea's compression on)."},
@@ -281,24 +306,38 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
 
 /* ---- PhaseHook -------------------------------------------------------------- */
 
+/* Three kinds, one call function each: a plain hook charges its call to
+ * phase; a codec hook also adds the call to its codec's totals; a deferring
+ * hook only passes its call on and returns a result of type defer (work the
+ * caller runs later, a virtual column's generator) as a plain hook. */
 typedef struct {
     PyObject_HEAD
     PyObject *func;
     int phase;
+    int codec;            /* a codec hook's ROAST codec, else -1 */
+    PyTypeObject *defer;  /* a deferring hook's result type, else NULL */
     char opaque;
     vectorcallfunc vectorcall;
 } PhaseHook;
+
+static PyObject *hook_alloc(PyTypeObject *type, PyObject *func, int phase, bool opaque, int codec,
+                            PyTypeObject *defer);
+
+/* The call outside any phase boundary: no task, or inside an opaque phase. */
+static inline PyObject *hook_pass(PhaseHook *hook, TaskPhases *task, PyObject *const *args,
+                                  size_t nargsf, PyObject *kwnames)
+{
+    if (task)
+        task->passed++;
+    return PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+}
 
 static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PhaseHook *hook = (PhaseHook *)self;
     TaskPhases *task = thread_task;
-    if (!task)
-        return PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
-    if (task->clock.opaque) {
-        task->passed++;
-        return PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
-    }
+    if (!task || task->clock.opaque)
+        return hook_pass(hook, task, args, nargsf, kwnames);
     Py_INCREF(task); /* the call may end the thread's task; leave this one */
     task_enter(task, hook->phase, hook->opaque);
     PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
@@ -307,39 +346,120 @@ static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf,
     return result;
 }
 
-static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+/* len(obj) as a byte count; a failure is the clock's, counted, never raised. */
+static uint64_t byte_len(TaskPhases *task, PyObject *obj)
 {
-    static char *kwlist[] = {"func", "phase", "opaque", NULL};
-    PyObject *func, *name;
-    int opaque = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|p:PhaseHook", kwlist, &func, &name, &opaque))
-        return NULL;
-    if (!PyCallable_Check(func)) {
-        PyErr_Format(PyExc_TypeError, "func must be callable, not %.100s", Py_TYPE(func)->tp_name);
-        return NULL;
+    Py_ssize_t n = obj ? PyObject_Length(obj) : 0;
+    if (n < 0) {
+        PyErr_Clear();
+        task->errors++;
+        return 0;
     }
-    int phase = phase_index(name);
-    if (phase < 0)
-        return NULL;
+    return (uint64_t)n;
+}
+
+/* The compressed input of decompress(self, data, ...): argument 1 or data=. */
+static PyObject *codec_input(PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs >= 2)
+        return args[1];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "data") == 0)
+            return args[nargs + i];
+    return NULL;
+}
+
+static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque)
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    Py_INCREF(task);
+    uint64_t bytes_in = byte_len(task, codec_input(args, nargsf, kwnames));
+    task_enter(task, hook->phase, hook->opaque);
+    PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    roast_instant stretch = task_leave(task);
+    uint64_t bytes_out = result ? byte_len(task, result) : 0;
+    if (roast_phase_add_codec(&task->clock, hook->codec, stretch, bytes_in, bytes_out) != ROAST_OK)
+        task->errors++;
+    Py_DECREF(task);
+    return result;
+}
+
+static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    TaskPhases *task = thread_task;
+    if (!task || !result)
+        return result;
+    task->passed++;
+    if (!PyObject_TypeCheck(result, hook->defer))
+        return result;
+    PyObject *hooked = hook_alloc(Py_TYPE(hook), result, hook->phase, false, -1, NULL);
+    if (!hooked) { /* unmeasured, not broken */
+        PyErr_Clear();
+        task->errors++;
+        return result;
+    }
+    Py_DECREF(result);
+    return hooked;
+}
+
+static PyObject *hook_alloc(PyTypeObject *type, PyObject *func, int phase, bool opaque, int codec,
+                            PyTypeObject *defer)
+{
     PhaseHook *hook = (PhaseHook *)type->tp_alloc(type, 0);
     if (!hook)
         return NULL;
     hook->func = Py_NewRef(func);
     hook->phase = phase;
     hook->opaque = (char)opaque;
-    hook->vectorcall = hook_call;
+    hook->codec = codec;
+    hook->defer = defer ? (PyTypeObject *)Py_NewRef(defer) : NULL;
+    hook->vectorcall = defer ? defer_call : codec >= 0 ? codec_call : hook_call;
     return (PyObject *)hook;
+}
+
+static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"func", "phase", "opaque", "codec", "defer", NULL};
+    PyObject *func, *name, *codec_name = Py_None, *defer = Py_None;
+    int opaque = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOO:PhaseHook", kwlist, &func, &name, &opaque,
+                                     &codec_name, &defer))
+        return NULL;
+    if (!PyCallable_Check(func)) {
+        PyErr_Format(PyExc_TypeError, "func must be callable, not %.100s", Py_TYPE(func)->tp_name);
+        return NULL;
+    }
+    if (defer != Py_None && (!PyType_Check(defer) || codec_name != Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "defer must be a type, and not given with codec");
+        return NULL;
+    }
+    int phase = phase_index(name);
+    int codec = codec_name == Py_None ? -1
+                                      : name_index(codec_name, codec_strs, ROAST_CODEC_COUNT, "codec");
+    if (phase < 0 || (codec_name != Py_None && codec < 0))
+        return NULL;
+    return hook_alloc(type, func, phase, opaque, codec,
+                      defer == Py_None ? NULL : (PyTypeObject *)defer);
 }
 
 static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
 {
     Py_VISIT(hook->func);
+    Py_VISIT(hook->defer);
     return 0;
 }
 
 static int hook_clear(PhaseHook *hook)
 {
     Py_CLEAR(hook->func);
+    Py_CLEAR(hook->defer);
     return 0;
 }
 
@@ -370,18 +490,33 @@ static PyObject *hook_get_phase(PhaseHook *hook, void *closure)
     return Py_NewRef(phase_strs[hook->phase]);
 }
 
+static PyObject *hook_get_codec(PhaseHook *hook, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(hook->codec >= 0 ? codec_strs[hook->codec] : Py_None);
+}
+
+static PyObject *hook_get_defer(PhaseHook *hook, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(hook->defer ? (PyObject *)hook->defer : Py_None);
+}
+
 static PyObject *hook_repr(PhaseHook *hook)
 {
-    return PyUnicode_FromFormat("<PhaseHook %s%s of %R>", phase_names[hook->phase],
-                                hook->opaque ? " (opaque)" : "", hook->func);
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[hook->phase],
+                                hook->opaque ? " (opaque)" : "", hook->codec >= 0 ? " codec " : "",
+                                hook->codec >= 0 ? codec_names[hook->codec] : "", hook->func);
 }
 
 /* Pickled as its parts: a virtual column's generator may travel with an array. */
 static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
-    return Py_BuildValue("O(OOO)", Py_TYPE(hook), hook->func, phase_strs[hook->phase],
-                         hook->opaque ? Py_True : Py_False);
+    return Py_BuildValue("O(OOOOO)", Py_TYPE(hook), hook->func, phase_strs[hook->phase],
+                         hook->opaque ? Py_True : Py_False,
+                         hook->codec >= 0 ? codec_strs[hook->codec] : Py_None,
+                         hook->defer ? (PyObject *)hook->defer : Py_None);
 }
 
 static PyMethodDef hook_methods[] = {
@@ -393,6 +528,10 @@ static PyGetSetDef hook_getset[] = {
     {"__name__", (getter)hook_get_attr_of_func, NULL, NULL, "__name__"},
     {"__qualname__", (getter)hook_get_attr_of_func, NULL, NULL, "__qualname__"},
     {"phase", (getter)hook_get_phase, NULL, "The phase its calls are charged to.", NULL},
+    {"codec", (getter)hook_get_codec, NULL, "The codec whose totals its calls add to, or None.",
+     NULL},
+    {"defer", (getter)hook_get_defer, NULL,
+     "The type of result it returns hooked (its call itself passed on), or None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -409,8 +548,11 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_basicsize = sizeof(PhaseHook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "PhaseHook(func, phase, opaque=False)\n\nfunc, its time charged to phase when the "
-              "calling thread runs a measured task.",
+    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None)\n\nfunc, its time "
+              "charged to phase when the calling thread runs a measured task.\nWith codec (one of "
+              "CODECS), func is a codec's decompress(data, ...): each call's stretch, len(data) and "
+              "len(result) are added to the task's codecs.\nWith defer (a type), the call is passed "
+              "on and a result of that type is returned as a PhaseHook of phase.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,
@@ -426,6 +568,23 @@ PyTypeObject roastpy_PhaseHookType = {
 
 /* ---- module ----------------------------------------------------------------- */
 
+static int codecs_init(PyObject *module)
+{
+    PyObject *names = PyTuple_New(ROAST_CODEC_COUNT);
+    if (!names)
+        return -1;
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++) {
+        if (!codec_strs[i] && !(codec_strs[i] = PyUnicode_InternFromString(codec_names[i]))) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, Py_NewRef(codec_strs[i]));
+    }
+    int rc = PyModule_AddObjectRef(module, "CODECS", names);
+    Py_DECREF(names);
+    return rc;
+}
+
 int roastpy_phases_init(PyObject *module)
 {
     PyObject *names = PyTuple_New(ROAST_PHASE_COUNT);
@@ -440,11 +599,13 @@ int roastpy_phases_init(PyObject *module)
     }
     int rc = PyModule_AddObjectRef(module, "PHASES", names);
     Py_DECREF(names);
-    return rc;
+    return rc < 0 ? rc : codecs_init(module);
 }
 
 void roastpy_phases_free(void)
 {
     for (int i = 0; i < ROAST_PHASE_COUNT; i++)
         Py_CLEAR(phase_strs[i]);
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++)
+        Py_CLEAR(codec_strs[i]);
 }

@@ -50,7 +50,7 @@ extern PyTypeObject roastpy_TaskPhasesType;
 extern PyTypeObject roastpy_PhaseHookType;
 
 /* phaseclock.c: the clock of the task this thread runs (module functions),
- * and the phase names the module exports as PHASES. */
+ * and the phase and codec names the module exports as PHASES and CODECS. */
 PyObject *roastpy_current_task(PyObject *module, PyObject *unused);
 PyObject *roastpy_set_current_task(PyObject *module, PyObject *task);
 int roastpy_phases_init(PyObject *module);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 import re
 import time
@@ -279,3 +280,69 @@ def test_a_wait_for_bytes_already_in_memory_only_passes(finished: list[TaskPhase
     task = finished[0]
     assert (task.switches, task.nested, task.passed) == (0, 0, 3)
     assert task.read_bytes == 0
+
+
+class Codec:
+    """An uproot-like codec: ``decompress(data, uncompressed_bytes)``."""
+
+    def decompress(self, data: bytes, uncompressed_bytes: int | None = None) -> object:
+        if data == b"bad":
+            raise ValueError("corrupt basket")
+        return b"x" * (uncompressed_bytes or 0) if data != b"odd" else object()
+
+
+def test_a_codec_hook_totals_its_decompressions(finished: list[TaskPhases]) -> None:
+    hooked = _native.PhaseHook(Codec.decompress, "decompress", codec="LZ4")
+    assert (hooked.codec, hooked.defer) == ("LZ4", None)
+    codec = Codec()
+
+    def decompress() -> None:
+        assert len(hooked(codec, b"abc", 10)) == 10
+        assert len(hooked(codec, data=b"abcd", uncompressed_bytes=20)) == 20
+        with pytest.raises(ValueError, match="corrupt"):
+            hooked(codec, b"bad", 5)  # its input counts, no output
+        hooked(codec, b"odd")  # an output without a length: counted, not raised
+
+    phases.run_task(decompress, (), {})
+    (task,) = finished
+    assert set(task.codecs) == {"LZ4"}
+    wall, cpu, size_in, size_out = task.codecs["LZ4"]
+    assert (size_in, size_out) == (3 + 4 + 3 + 3, 10 + 20)
+    assert wall == task.wall["decompress"] > 0 and cpu == task.cpu["decompress"]
+    assert (task.switches, task.errors) == (4, 1)
+    assert hooked(codec, b"ab", 2) == b"xx"  # outside a task: only the call
+
+
+def test_a_deferring_hook_hands_back_its_result_hooked(finished: list[TaskPhases]) -> None:
+    def lookup(key: str) -> object:
+        return functools.partial(len, key) if key.startswith("virtual") else key
+
+    hooked = _native.PhaseHook(lookup, "interpret", defer=functools.partial)
+    results: list[object] = []
+    phases.run_task(lambda: results.extend(hooked(k) for k in ("virtual_pt", "eta")), (), {})
+    generator, plain = results
+    assert isinstance(generator, _native.PhaseHook) and generator.phase == "interpret"
+    assert isinstance(generator.__wrapped__, functools.partial) and plain == "eta"
+    (task,) = finished
+    assert (task.switches, task.passed) == (0, 2)  # the lookups themselves are not timed
+    assert isinstance(hooked("virtual_eta"), functools.partial)  # outside a task: unhooked
+
+
+def test_hook_kinds_are_checked_and_pickle() -> None:
+    with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
+        _native.PhaseHook(len, "decompress", codec="GZIP")
+    with pytest.raises(TypeError, match="defer must be a type"):
+        _native.PhaseHook(len, "interpret", defer=3)
+    with pytest.raises(TypeError, match="not given with codec"):
+        _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
+    for hook in (
+        _native.PhaseHook(len, "decompress", codec="ZSTD"),
+        _native.PhaseHook(len, "interpret", defer=functools.partial),
+    ):
+        copy = pickle.loads(pickle.dumps(hook))
+        assert (copy.phase, copy.codec, copy.defer) == (hook.phase, hook.codec, hook.defer)
+
+
+def test_the_codecs_are_uproots() -> None:
+    for name in _native.CODECS:
+        assert getattr(uproot.compression, f"_decompress_{name}").name == name

@@ -120,3 +120,17 @@ roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instan
     clock->stack[0] = (uint8_t)base;
     return ROAST_OK;
 }
+
+roast_status roast_phase_add_codec(roast_phase_clock *clock, int codec, roast_instant stretch,
+                                   uint64_t bytes_in, uint64_t bytes_out)
+{
+    if (codec < 0 || codec >= ROAST_CODEC_COUNT)
+        return ROAST_EINVAL;
+    roast_codec_totals *totals = &clock->codecs[codec];
+    totals->wall += stretch.wall;
+    totals->cpu += stretch.cpu;
+    totals->bytes_in += bytes_in;
+    totals->bytes_out += bytes_out;
+    totals->calls++;
+    return ROAST_OK;
+}

@@ -172,6 +172,24 @@ static void test_rebase(void)
     roast_phase_clock_release(&c);
 }
 
+/* A codec's totals add its decompressions; a codec out of range is refused. */
+static void test_codec_totals(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, 1, at(0.5, 0.25), 100, 400) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, 1, at(1.5, 1.25), 50, 150) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, ROAST_CODEC_COUNT, at(1, 1), 1, 1) == ROAST_EINVAL);
+    CHECK(roast_phase_add_codec(&c, -1, at(1, 1), 1, 1) == ROAST_EINVAL);
+    CHECK_EQ_D(c.codecs[1].wall, 2);
+    CHECK_EQ_D(c.codecs[1].cpu, 1.5);
+    CHECK_EQ_U(c.codecs[1].bytes_in, 150);
+    CHECK_EQ_U(c.codecs[1].bytes_out, 550);
+    CHECK_EQ_U(c.codecs[1].calls, 2);
+    CHECK_EQ_U(c.codecs[0].calls + c.codecs[2].calls + c.codecs[3].calls, 0);
+    roast_phase_clock_release(&c);
+}
+
 int main(void)
 {
     test_stretches_go_to_the_top_phase();
@@ -181,5 +199,6 @@ int main(void)
     test_calls_past_the_deepest_stack_are_lost_and_unwound();
     test_contract_breaches_are_refused();
     test_rebase();
+    test_codec_totals();
     return check_failures ? 1 : 0;
 }

@@ -92,6 +92,8 @@ class DigestTracker:
 
 #: The phases of a task's clock, in display order; ``other`` closes the sum.
 PHASES: Final[tuple[str, ...]]
+#: The codecs a task's decompression is totalled by (uproot.compression's names).
+CODECS: Final[tuple[str, ...]]
 
 class TaskPhases:
     """One task's phase clock: wall and CPU seconds per phase, bytes, codecs."""
@@ -124,9 +126,21 @@ class TaskPhases:
     def close(self) -> float: ...
 
 class PhaseHook:
-    """``func``, its time charged to ``phase`` when the calling thread runs a measured task."""
+    """``func``, its time charged to ``phase`` when the calling thread runs a measured task.
 
-    def __init__(self, func: Any, phase: str, opaque: bool = False) -> None: ...
+    With ``codec``, ``func`` is a codec's ``decompress(data, ...)`` whose calls add to the
+    task's ``codecs``; with ``defer``, the call is passed on and a result of that type is
+    returned as a ``PhaseHook`` of ``phase``.
+    """
+
+    def __init__(
+        self,
+        func: Any,
+        phase: str,
+        opaque: bool = False,
+        codec: str | None = None,
+        defer: type | None = None,
+    ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
     @property
@@ -135,6 +149,10 @@ class PhaseHook:
     def phase(self) -> str: ...
     @property
     def opaque(self) -> bool: ...
+    @property
+    def codec(self) -> str | None: ...
+    @property
+    def defer(self) -> type | None: ...
 
 def current_task() -> TaskPhases | None:
     """The clock of the task this thread runs."""

@@ -17,11 +17,21 @@
 #include "roast/common.h"
 
 #define ROAST_PHASE_COUNT 7
+/* The codecs a task's decompression is totalled by, small integers the
+ * caller names (plugin/phaseclock.c: CODECS). */
+#define ROAST_CODEC_COUNT 4
 
 /* Wall and CPU seconds: a reading of the clocks, or a stretch between two. */
 typedef struct roast_instant {
     double wall, cpu;
 } roast_instant;
+
+/* One codec's decompressions in a task: their stretches and bytes. */
+typedef struct roast_codec_totals {
+    double wall, cpu;
+    uint64_t bytes_in, bytes_out;
+    uint64_t calls;
+} roast_codec_totals;
 
 typedef struct roast_phase_clock {
     double wall[ROAST_PHASE_COUNT], cpu[ROAST_PHASE_COUNT];
@@ -34,6 +44,7 @@ typedef struct roast_phase_clock {
     uint32_t opaque;    /* opaque phases on the stack: their calls charge nothing of their own */
     uint64_t switches;  /* calls that read the clocks on entry and exit */
     uint64_t nested;    /* calls inside a call of the same phase */
+    roast_codec_totals codecs[ROAST_CODEC_COUNT];
 } roast_phase_clock;
 
 #define ROAST_PHASE_OPAQUE 0x80u
@@ -69,5 +80,10 @@ roast_instant roast_phase_charge(roast_phase_clock *clock, roast_instant now);
 /* Charges the stretch so far, then charges time outside every entered phase
  * to base from now on. EINVAL for a phase out of range. */
 roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instant now);
+
+/* Adds one decompression by codec (its stretch, compressed bytes in, bytes
+ * out) to the task's totals. EINVAL for a codec out of range. */
+roast_status roast_phase_add_codec(roast_phase_clock *clock, int codec, roast_instant stretch,
+                                   uint64_t bytes_in, uint64_t bytes_out);
 
 #endif

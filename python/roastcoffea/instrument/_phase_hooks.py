@@ -3,9 +3,11 @@
 Each hook wraps one function or method in the worker process; it measures
 only while the calling thread runs a measured task (see
 :func:`roastcoffea.instrument.phases.run_task`), and otherwise costs one
-thread-local lookup. A hook that only charges its call to a phase is a native
-:class:`~roastcoffea._native.PhaseHook` (no Python frame); the hooks that
-look at their arguments or results are Python functions around the same clock.
+thread-local lookup. The hooks that charge a call to a phase, total a codec's
+bytes or hand back a virtual column's generator hooked are native
+:class:`~roastcoffea._native.PhaseHook` s (no Python frame); the hooks that
+look further into their arguments (uproot's ``Chunk.wait``, ``events()``,
+the task) are Python functions around the same clock.
 :func:`install` and :func:`uninstall` are reference counted, so several worker
 plugins in one process share one set of hooks.
 
@@ -78,24 +80,14 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
     return events
 
 
-def _column(func: Callable[..., Any]) -> Callable[..., Any]:
+def _column(func: Callable[..., Any]) -> PhaseHook:
     """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator.
 
     The lookup itself is not timed: it runs inside ``events()`` (interpret) and, for a
-    virtual column, only makes the generator; building the column is timed.
+    virtual column, only makes the generator (a ``functools.partial``), returned hooked:
+    building the column is timed.
     """
-
-    @functools.wraps(func)
-    def getitem(self: Any, key: Any) -> Any:
-        result = func(self, key)
-        task = _current()
-        if task is not None:
-            task.passed += 1
-            if isinstance(result, functools.partial):
-                return PhaseHook(result, "interpret")
-        return result
-
-    return getitem
+    return PhaseHook(func, "interpret", defer=functools.partial)
 
 
 def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -156,31 +148,9 @@ def _reader_queue(module: types.ModuleType) -> types.ModuleType:
     return shim
 
 
-def _codec(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A codec's ``decompress(data, uncompressed_bytes)``: decompress, per codec."""
-
-    @functools.wraps(func)
-    def decompress(self: Any, data: Any, uncompressed_bytes: Any = None) -> Any:
-        task = _current()
-        if task is None or task.opaque:
-            return func(self, data, uncompressed_bytes)
-        task.enter("decompress")
-        out = b""
-        try:
-            out = func(self, data, uncompressed_bytes)
-            return out
-        finally:
-            wall, cpu = task.leave()
-            _quietly(_add_codec, task, str(self.name), (wall, cpu, len(data), len(out)))
-
-    return decompress
-
-
-def _add_codec(task: phases.TaskPhases, name: str, figures: tuple[float, float, int, int]) -> None:
-    """Add one decompression's (wall, cpu, bytes in, bytes out) to its codec's totals."""
-    totals = task.codecs.setdefault(name, [0.0, 0.0, 0, 0])
-    for i, value in enumerate(figures):
-        totals[i] += value
+def _codec(name: str) -> Wrapper:
+    """A codec's ``decompress(data, uncompressed_bytes)``: decompress, totalled per codec."""
+    return lambda func: PhaseHook(func, "decompress", codec=name)
 
 
 def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -248,7 +218,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
     from coffea.nanoevents.mapping.base import BaseSourceMapping
     from coffea.processor import executor
 
-    codecs = [type(getattr(compression, f"_decompress_{name}")) for name in PHASE_CODECS]
+    codecs = {name: type(getattr(compression, f"_decompress_{name}")) for name in PHASE_CODECS}
     return [
         (executor._compression_wrapper, "__call__", _task),
         (executor.Runner, "_work_function", _work_function),
@@ -262,12 +232,12 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (tbranch.HasBranches, "arrays", _interpret),
         (chunk.Chunk, "wait", _wait),
         (tbranch, "queue", _reader_queue),
-        *((codec, "decompress", _codec) for codec in codecs),
+        *((codec, "decompress", _codec(name)) for name, codec in codecs.items()),
     ]
 
 
 #: The codecs of ROOT files uproot decompresses, by their name in uproot.compression.
-PHASE_CODECS = ("ZLIB", "LZMA", "LZ4", "ZSTD")
+PHASE_CODECS = _native.CODECS
 
 _lock = threading.Lock()
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original descriptor)

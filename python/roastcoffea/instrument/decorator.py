@@ -6,12 +6,17 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from roastcoffea._native import PhaseHook
 from roastcoffea.instrument._chunk import ACTIVE
 from roastcoffea.instrument._counters import COUNTERS
 from roastcoffea.instrument._measure import Measure
-from roastcoffea.instrument.phases import own_work
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The instrumentation's own work, charged to ``other`` with the RSS and TKey
+# header reads it makes (opaque): not the user's time, not the task's reads.
+_start_measure = PhaseHook(Measure, "other", opaque=True)
+_finish_measure = PhaseHook(Measure.finish, "other", opaque=True)
 
 
 def track_metrics(func: F) -> F:
@@ -59,8 +64,7 @@ def _run_tracked(
     if getattr(self, "_roastcoffea_collect_metrics", True) is False:  # 0.1.2's off switch
         return func(self, events, *args, **kwargs)
     try:
-        with own_work():
-            measure = Measure(events)
+        measure = _start_measure(events)
         token = ACTIVE.set(measure.chunk)
     except Exception as exc:  # never let the instrumentation break the task
         COUNTERS.add("instrument_errors", exc)
@@ -71,10 +75,8 @@ def _run_tracked(
     except BaseException as exc:
         ACTIVE.reset(token)
         COUNTERS.add("chunk_errors")
-        with own_work():
-            measure.finish(exc)
+        _finish_measure(measure, exc)
         raise
     ACTIVE.reset(token)
-    with own_work():
-        measure.finish(None)
+    _finish_measure(measure, None)
     return result

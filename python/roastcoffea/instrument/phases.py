@@ -20,8 +20,7 @@ the phases as fine performance metrics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from roastcoffea import _native
@@ -98,21 +97,3 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
                 sink(task)
         except Exception as exc:  # never let the measurement break the task
             COUNTERS.add("instrument_errors", exc)
-
-
-@contextmanager
-def own_work() -> Iterator[None]:
-    """Charge the instrumentation's own work to ``other``, its reads included.
-
-    ``@track_metrics`` runs inside ``process()``; without this its RSS reads
-    and TKey header reads would count as the user's time and the task's reads.
-    """
-    task = current()
-    if task is None:
-        yield
-        return
-    task.enter("other", True)
-    try:
-        yield
-    finally:
-        task.leave()
