@@ -23,7 +23,9 @@ A run's cost is its thread's CPU time (``time.thread_time``); the garbage collec
 before each run and is paused during it (coffea's garbage costs several ms of collection per
 1,000-event chunk, landing on any run at random). Each figure is the mean of the
 differences between a run and the bare run of the same chunk and round, with its 95 %
-confidence interval (Student's t), and their median. Beside them,
+confidence interval (Student's t), and their median with its distribution-free 95 %
+interval (order statistics: it holds for the heavy tails the machine's noise gives the
+differences, where the t interval is only approximate). Beside them,
 from the monitored runs themselves: the instrumentation's thread CPU (``instrument_cpu_s`` of
 the record) and the phase clock's estimate of its own cost (``clock_seconds``). Target:
 <= 1 ms per chunk. ``--variants monitored`` runs only bare and monitored (twice as many
@@ -41,7 +43,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import uproot
-from common import interval, median, parse_chunk_bench, phase_hooks, table, verdict
+from common import (
+    interval,
+    median,
+    median_interval,
+    parse_chunk_bench,
+    phase_hooks,
+    table,
+    verdict,
+)
 from workload import Analysis, BareAnalysis, chunk_events
 
 from roastcoffea._native import PhaseHook
@@ -167,23 +177,36 @@ def main(argv: list[str] | None = None) -> int:
     for name in names[1:]:
         extra = runs.extra_ms(name)
         mean, low, high = interval(extra)
-        rows.append([f"{name} - bare", f"{mean:.3f}", f"{low:.3f} to {high:.3f}"])
-        rows[-1].append(f"{median(extra):.3f}")
+        middle, m_low, m_high = median_interval(extra)
+        rows.append(
+            [
+                f"{name} - bare",
+                f"{mean:.3f}",
+                f"{low:.3f} to {high:.3f}",
+                f"{middle:.3f}",
+                f"{m_low:.3f} to {m_high:.3f}",
+            ]
+        )
     if monitored:
         clock_ms = [1e3 * phases.clock_seconds(task) for task in monitored]
         rows += [
-            ["monitored: instrumentation (its records)", f"{interval(own_ms)[0]:.3f}", "", ""],
-            ["monitored: phase clock (its estimate)", f"{interval(clock_ms)[0]:.3f}", "", ""],
-            [f"bare: idle hooks ({median(hooked_calls):.0f} calls)", f"{idle_ms:.3f}", "", ""],
+            ["monitored: instrumentation (its records)", f"{interval(own_ms)[0]:.3f}", "", "", ""],
+            ["monitored: phase clock (its estimate)", f"{interval(clock_ms)[0]:.3f}", "", "", ""],
+            [f"bare: idle hooks ({median(hooked_calls):.0f} calls)", f"{idle_ms:.3f}", "", "", ""],
         ]
     print()
-    print(table(["thread CPU per chunk, ms", "mean", "95% CI", "median"], rows))
+    headers = ["thread CPU per chunk, ms", "mean", "95% CI", "median", "95% CI"]
+    print(table(headers, rows))
     if "monitored" in names:
-        high = interval(runs.extra_ms("monitored"))[2] + idle_ms
-        print(
-            f"\nfixed cost per chunk, upper end of the 95% CI with the idle hooks: {high:.3f} ms, "
-            f"target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
-        )
+        extra = runs.extra_ms("monitored")
+        for label, high in (
+            ("mean", interval(extra)[2] + idle_ms),
+            ("median", median_interval(extra)[2] + idle_ms),
+        ):
+            print(
+                f"\nfixed cost per chunk ({label}), upper end of its 95% CI with the idle hooks: "
+                f"{high:.3f} ms, target <= {TARGET_MS} ms: {verdict(high <= TARGET_MS)}"
+            )
     return 0
 
 

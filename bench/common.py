@@ -59,6 +59,21 @@ def interval(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, low, high): the median and its distribution-free 95 % confidence interval.
+
+    The interval is a pair of order statistics (the sign test's): it holds whatever the
+    shape of the values, heavy tails included, as long as they are independent.
+    """
+    from scipy import stats
+
+    ordered = sorted(values)
+    n = len(ordered)
+    k = int(stats.binom.ppf(0.025, n, 0.5))  # P(fewer than k below the median) <= 2.5 %
+    k = max(k - 1, 0)
+    return statistics.median(ordered), ordered[k], ordered[n - 1 - k]
+
+
 def spread_table(rows: Sequence[tuple[str, Sequence[float], int]]) -> str:
     """A table of per-chunk figures: each (label, values, digits) as its median and IQR."""
     return table(["per chunk", "median", "IQR"], [[n, *spread(v, d)] for n, v, d in rows])
