@@ -240,6 +240,7 @@ static PyGetSetDef task_getset[] = {
 };
 
 _Static_assert(sizeof(uint32_t) == sizeof(unsigned int), "uint32_t is not unsigned int");
+_Static_assert(sizeof(bool) == sizeof(char), "T_BOOL reads a char");
 
 static PyMemberDef task_members[] = {
     {"switches", T_ULONGLONG, offsetof(TaskPhases, clock.switches), READONLY,
@@ -306,22 +307,30 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
 
 /* ---- PhaseHook -------------------------------------------------------------- */
 
-/* Three kinds, one call function each: a plain hook charges its call to
+/* Four kinds, one call function each: a plain hook charges its call to
  * phase; a codec hook also adds the call to its codec's totals; a deferring
  * hook only passes its call on and returns a result of type defer (work the
- * caller runs later, a virtual column's generator) as a plain hook. */
+ * caller runs later, a virtual column's generator) as a plain hook; a
+ * guarding hook passes on a call with nothing to wait for (its first
+ * argument's ready attribute set) and hands any other to timed, a Python
+ * hook that looks closer. */
 typedef struct {
-    PyObject_HEAD
     PyObject *func;
     int phase;
-    int codec;            /* a codec hook's ROAST codec, else -1 */
-    PyTypeObject *defer;  /* a deferring hook's result type, else NULL */
-    char opaque;
+    bool opaque;
+    int codec;           /* a codec hook's ROAST codec, else -1 */
+    PyTypeObject *defer; /* a deferring hook's result type */
+    PyObject *ready;     /* a guarding hook's attribute name */
+    PyObject *timed;     /* and the hook it hands the other calls to */
+} hook_spec;
+
+typedef struct {
+    PyObject_HEAD
+    hook_spec spec;
     vectorcallfunc vectorcall;
 } PhaseHook;
 
-static PyObject *hook_alloc(PyTypeObject *type, PyObject *func, int phase, bool opaque, int codec,
-                            PyTypeObject *defer);
+static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec);
 
 /* The call outside any phase boundary: no task, or inside an opaque phase. */
 static inline PyObject *hook_pass(PhaseHook *hook, TaskPhases *task, PyObject *const *args,
@@ -329,7 +338,7 @@ static inline PyObject *hook_pass(PhaseHook *hook, TaskPhases *task, PyObject *c
 {
     if (task)
         task->passed++;
-    return PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    return PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
 }
 
 static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -339,8 +348,8 @@ static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf,
     if (!task || task->clock.opaque)
         return hook_pass(hook, task, args, nargsf, kwnames);
     Py_INCREF(task); /* the call may end the thread's task; leave this one */
-    task_enter(task, hook->phase, hook->opaque);
-    PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    task_enter(task, hook->spec.phase, hook->spec.opaque);
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
     task_leave(task); /* reads clocks only: an exception of the call stays as it is */
     Py_DECREF(task);
     return result;
@@ -379,11 +388,11 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
         return hook_pass(hook, task, args, nargsf, kwnames);
     Py_INCREF(task);
     uint64_t bytes_in = byte_len(task, codec_input(args, nargsf, kwnames));
-    task_enter(task, hook->phase, hook->opaque);
-    PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    task_enter(task, hook->spec.phase, hook->spec.opaque);
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
     roast_instant stretch = task_leave(task);
     uint64_t bytes_out = result ? byte_len(task, result) : 0;
-    if (roast_phase_add_codec(&task->clock, hook->codec, stretch, bytes_in, bytes_out) != ROAST_OK)
+    if (roast_phase_add_codec(&task->clock, hook->spec.codec, stretch, bytes_in, bytes_out) != ROAST_OK)
         task->errors++;
     Py_DECREF(task);
     return result;
@@ -392,14 +401,15 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
 static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PhaseHook *hook = (PhaseHook *)self;
-    PyObject *result = PyObject_Vectorcall(hook->func, args, nargsf, kwnames);
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
     TaskPhases *task = thread_task;
     if (!task || !result)
         return result;
     task->passed++;
-    if (!PyObject_TypeCheck(result, hook->defer))
+    if (!PyObject_TypeCheck(result, hook->spec.defer))
         return result;
-    PyObject *hooked = hook_alloc(Py_TYPE(hook), result, hook->phase, false, -1, NULL);
+    hook_spec plain = {.func = result, .phase = hook->spec.phase, .codec = -1};
+    PyObject *hooked = hook_alloc(Py_TYPE(hook), &plain);
     if (!hooked) { /* unmeasured, not broken */
         PyErr_Clear();
         task->errors++;
@@ -409,57 +419,94 @@ static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf
     return hooked;
 }
 
-static PyObject *hook_alloc(PyTypeObject *type, PyObject *func, int phase, bool opaque, int codec,
-                            PyTypeObject *defer)
+/* Whether the call's first argument has its ready attribute set. */
+static bool call_ready(PhaseHook *hook, PyObject *const *args, size_t nargsf)
+{
+    if (PyVectorcall_NARGS(nargsf) < 1)
+        return false;
+    PyObject *value = PyObject_GetAttr(args[0], hook->spec.ready);
+    if (!value) { /* the timed hook looks closer */
+        PyErr_Clear();
+        return false;
+    }
+    Py_DECREF(value);
+    return value != Py_None;
+}
+
+static PyObject *guard_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque || call_ready(hook, args, nargsf))
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    return PyObject_Vectorcall(hook->spec.timed, args, nargsf, kwnames);
+}
+
+static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
 {
     PhaseHook *hook = (PhaseHook *)type->tp_alloc(type, 0);
     if (!hook)
         return NULL;
-    hook->func = Py_NewRef(func);
-    hook->phase = phase;
-    hook->opaque = (char)opaque;
-    hook->codec = codec;
-    hook->defer = defer ? (PyTypeObject *)Py_NewRef(defer) : NULL;
-    hook->vectorcall = defer ? defer_call : codec >= 0 ? codec_call : hook_call;
+    hook->spec = *spec;
+    Py_INCREF(spec->func);
+    Py_XINCREF(spec->defer);
+    Py_XINCREF(spec->ready);
+    Py_XINCREF(spec->timed);
+    hook->vectorcall = spec->defer      ? defer_call
+                       : spec->ready    ? guard_call
+                       : spec->codec >= 0 ? codec_call
+                                        : hook_call;
     return (PyObject *)hook;
 }
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"func", "phase", "opaque", "codec", "defer", NULL};
-    PyObject *func, *name, *codec_name = Py_None, *defer = Py_None;
+    static char *kwlist[] = {"func", "phase", "opaque", "codec", "defer", "ready", "timed", NULL};
+    PyObject *name, *codec = Py_None, *defer = Py_None, *ready = Py_None, *timed = Py_None;
+    hook_spec spec = {.codec = -1};
     int opaque = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOO:PhaseHook", kwlist, &func, &name, &opaque,
-                                     &codec_name, &defer))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOO:PhaseHook", kwlist, &spec.func, &name,
+                                     &opaque, &codec, &defer, &ready, &timed))
         return NULL;
-    if (!PyCallable_Check(func)) {
-        PyErr_Format(PyExc_TypeError, "func must be callable, not %.100s", Py_TYPE(func)->tp_name);
-        return NULL;
-    }
-    if (defer != Py_None && (!PyType_Check(defer) || codec_name != Py_None)) {
-        PyErr_SetString(PyExc_TypeError, "defer must be a type, and not given with codec");
+    int kinds = (codec != Py_None) + (defer != Py_None) + (ready != Py_None);
+    if (kinds > 1 || (ready == Py_None) != (timed == Py_None)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "one of codec, defer and ready (with timed) at most, ready and timed together");
         return NULL;
     }
-    int phase = phase_index(name);
-    int codec = codec_name == Py_None ? -1
-                                      : name_index(codec_name, codec_strs, ROAST_CODEC_COUNT, "codec");
-    if (phase < 0 || (codec_name != Py_None && codec < 0))
+    if (!PyCallable_Check(spec.func) || (timed != Py_None && !PyCallable_Check(timed))) {
+        PyErr_SetString(PyExc_TypeError, "func and timed must be callable");
         return NULL;
-    return hook_alloc(type, func, phase, opaque, codec,
-                      defer == Py_None ? NULL : (PyTypeObject *)defer);
+    }
+    if ((defer != Py_None && !PyType_Check(defer)) || (ready != Py_None && !PyUnicode_Check(ready))) {
+        PyErr_SetString(PyExc_TypeError, "defer must be a type, ready an attribute name");
+        return NULL;
+    }
+    if ((spec.phase = phase_index(name)) < 0)
+        return NULL;
+    if (codec != Py_None && (spec.codec = name_index(codec, codec_strs, ROAST_CODEC_COUNT, "codec")) < 0)
+        return NULL;
+    spec.opaque = opaque;
+    spec.defer = defer == Py_None ? NULL : (PyTypeObject *)defer;
+    spec.ready = ready == Py_None ? NULL : ready;
+    spec.timed = timed == Py_None ? NULL : timed;
+    return hook_alloc(type, &spec);
 }
 
 static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
 {
-    Py_VISIT(hook->func);
-    Py_VISIT(hook->defer);
+    Py_VISIT(hook->spec.func);
+    Py_VISIT(hook->spec.defer);
+    Py_VISIT(hook->spec.timed);
     return 0;
 }
 
 static int hook_clear(PhaseHook *hook)
 {
-    Py_CLEAR(hook->func);
-    Py_CLEAR(hook->defer);
+    Py_CLEAR(hook->spec.func);
+    Py_CLEAR(hook->spec.defer);
+    Py_CLEAR(hook->spec.ready);
+    Py_CLEAR(hook->spec.timed);
     return 0;
 }
 
@@ -481,42 +528,43 @@ static PyObject *hook_get(PyObject *self, PyObject *obj, PyObject *type)
 
 static PyObject *hook_get_attr_of_func(PhaseHook *hook, void *name)
 {
-    return PyObject_GetAttrString(hook->func, name);
+    return PyObject_GetAttrString(hook->spec.func, name);
 }
 
 static PyObject *hook_get_phase(PhaseHook *hook, void *closure)
 {
     (void)closure;
-    return Py_NewRef(phase_strs[hook->phase]);
+    return Py_NewRef(phase_strs[hook->spec.phase]);
 }
 
 static PyObject *hook_get_codec(PhaseHook *hook, void *closure)
 {
     (void)closure;
-    return Py_NewRef(hook->codec >= 0 ? codec_strs[hook->codec] : Py_None);
+    return Py_NewRef(hook->spec.codec >= 0 ? codec_strs[hook->spec.codec] : Py_None);
 }
 
-static PyObject *hook_get_defer(PhaseHook *hook, void *closure)
+static PyObject *or_none(PyObject *obj)
 {
-    (void)closure;
-    return Py_NewRef(hook->defer ? (PyObject *)hook->defer : Py_None);
+    return obj ? obj : Py_None;
 }
 
 static PyObject *hook_repr(PhaseHook *hook)
 {
-    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[hook->phase],
-                                hook->opaque ? " (opaque)" : "", hook->codec >= 0 ? " codec " : "",
-                                hook->codec >= 0 ? codec_names[hook->codec] : "", hook->func);
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[hook->spec.phase],
+                                hook->spec.opaque ? " (opaque)" : "", hook->spec.codec >= 0 ? " codec " : "",
+                                hook->spec.codec >= 0 ? codec_names[hook->spec.codec] : "", hook->spec.func);
 }
 
 /* Pickled as its parts: a virtual column's generator may travel with an array. */
 static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
-    return Py_BuildValue("O(OOOOO)", Py_TYPE(hook), hook->func, phase_strs[hook->phase],
-                         hook->opaque ? Py_True : Py_False,
-                         hook->codec >= 0 ? codec_strs[hook->codec] : Py_None,
-                         hook->defer ? (PyObject *)hook->defer : Py_None);
+    const hook_spec *spec = &hook->spec;
+    return Py_BuildValue("O(OOOOOOO)", Py_TYPE(hook), spec->func, phase_strs[spec->phase],
+                         spec->opaque ? Py_True : Py_False,
+                         spec->codec >= 0 ? codec_strs[spec->codec] : Py_None,
+                         or_none((PyObject *)spec->defer), or_none(spec->ready),
+                         or_none(spec->timed));
 }
 
 static PyMethodDef hook_methods[] = {
@@ -530,14 +578,18 @@ static PyGetSetDef hook_getset[] = {
     {"phase", (getter)hook_get_phase, NULL, "The phase its calls are charged to.", NULL},
     {"codec", (getter)hook_get_codec, NULL, "The codec whose totals its calls add to, or None.",
      NULL},
-    {"defer", (getter)hook_get_defer, NULL,
-     "The type of result it returns hooked (its call itself passed on), or None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMemberDef hook_members[] = {
-    {"__wrapped__", T_OBJECT_EX, offsetof(PhaseHook, func), READONLY, "The wrapped function."},
-    {"opaque", T_BOOL, offsetof(PhaseHook, opaque), READONLY,
+    {"__wrapped__", T_OBJECT_EX, offsetof(PhaseHook, spec.func), READONLY, "The wrapped function."},
+    {"defer", T_OBJECT, offsetof(PhaseHook, spec.defer), READONLY,
+     "The type of result it returns hooked (its call itself passed on), or None."},
+    {"ready", T_OBJECT, offsetof(PhaseHook, spec.ready), READONLY,
+     "The attribute of the first argument that, set, leaves nothing to wait for, or None."},
+    {"timed", T_OBJECT, offsetof(PhaseHook, spec.timed), READONLY,
+     "The hook a call that is not ready goes to, or None."},
+    {"opaque", T_BOOL, offsetof(PhaseHook, spec.opaque), READONLY,
      "Whether the phase is opaque: hooked calls inside it charge nothing of their own."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -548,11 +600,13 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_basicsize = sizeof(PhaseHook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None)\n\nfunc, its time "
-              "charged to phase when the calling thread runs a measured task.\nWith codec (one of "
-              "CODECS), func is a codec's decompress(data, ...): each call's stretch, len(data) and "
-              "len(result) are added to the task's codecs.\nWith defer (a type), the call is passed "
-              "on and a result of that type is returned as a PhaseHook of phase.",
+    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None, ready=None, "
+              "timed=None)\n\nfunc, its time charged to phase when the calling thread runs a "
+              "measured task.\nWith codec (one of CODECS), func is a codec's decompress(data, ...): "
+              "each call's stretch, len(data) and len(result) are added to the task's codecs.\nWith "
+              "defer (a type), the call is passed on and a result of that type is returned as a "
+              "PhaseHook of phase.\nWith ready (an attribute name) and timed (a hook), a call whose "
+              "first argument has ready set is passed on to func, any other goes to timed.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,

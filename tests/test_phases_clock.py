@@ -328,19 +328,52 @@ def test_a_deferring_hook_hands_back_its_result_hooked(finished: list[TaskPhases
     assert isinstance(hooked("virtual_eta"), functools.partial)  # outside a task: unhooked
 
 
+def test_a_guarding_hook_passes_on_what_has_nothing_to_wait_for(
+    finished: list[TaskPhases],
+) -> None:
+    class Chunk:
+        def __init__(self, data: bytes | None) -> None:
+            self._raw_data = data
+
+        def wait(self) -> str:
+            return "waited"
+
+    looked_at: list[object] = []
+
+    def timed(chunk: object) -> str:
+        looked_at.append(chunk)
+        return "timed"
+
+    hooked = _native.PhaseHook(Chunk.wait, "read", ready="_raw_data", timed=timed)
+    loaded, pending, other = Chunk(b"abc"), Chunk(None), object()
+    assert hooked(pending) == "waited"  # outside a task: only the call
+    got = phases.run_task(lambda: [hooked(loaded), hooked(pending), hooked(other)], (), {})
+    assert got == ["waited", "timed", "timed"]  # no such attribute: the timed hook looks
+    assert looked_at == [pending, other]
+    assert (finished[0].passed, finished[0].switches) == (1, 0)
+
+
 def test_hook_kinds_are_checked_and_pickle() -> None:
     with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
         _native.PhaseHook(len, "decompress", codec="GZIP")
     with pytest.raises(TypeError, match="defer must be a type"):
         _native.PhaseHook(len, "interpret", defer=3)
-    with pytest.raises(TypeError, match="not given with codec"):
+    with pytest.raises(TypeError, match="one of codec, defer and ready"):
         _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
+    with pytest.raises(TypeError, match="ready and timed together"):
+        _native.PhaseHook(len, "read", ready="_raw_data")
+    with pytest.raises(TypeError, match="ready an attribute name"):
+        _native.PhaseHook(len, "read", ready=3, timed=print)
+    with pytest.raises(TypeError, match="must be callable"):
+        _native.PhaseHook(len, "read", ready="_raw_data", timed=3)
     for hook in (
         _native.PhaseHook(len, "decompress", codec="ZSTD"),
         _native.PhaseHook(len, "interpret", defer=functools.partial),
+        _native.PhaseHook(len, "read", ready="_raw_data", timed=print),
     ):
         copy = pickle.loads(pickle.dumps(hook))
-        assert (copy.phase, copy.codec, copy.defer) == (hook.phase, hook.codec, hook.defer)
+        kind = ("phase", "codec", "defer", "ready", "timed")
+        assert [getattr(copy, k) for k in kind] == [getattr(hook, k) for k in kind]
 
 
 def test_the_codecs_are_uproots() -> None:

@@ -130,7 +130,8 @@ class PhaseHook:
 
     With ``codec``, ``func`` is a codec's ``decompress(data, ...)`` whose calls add to the
     task's ``codecs``; with ``defer``, the call is passed on and a result of that type is
-    returned as a ``PhaseHook`` of ``phase``.
+    returned as a ``PhaseHook`` of ``phase``; with ``ready`` and ``timed``, a call whose first
+    argument has the attribute ``ready`` set is passed on, any other goes to ``timed``.
     """
 
     def __init__(
@@ -140,6 +141,8 @@ class PhaseHook:
         opaque: bool = False,
         codec: str | None = None,
         defer: type | None = None,
+        ready: str | None = None,
+        timed: Any = None,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
@@ -153,6 +156,10 @@ class PhaseHook:
     def codec(self) -> str | None: ...
     @property
     def defer(self) -> type | None: ...
+    @property
+    def ready(self) -> str | None: ...
+    @property
+    def timed(self) -> Any: ...
 
 def current_task() -> TaskPhases | None:
     """The clock of the task this thread runs."""

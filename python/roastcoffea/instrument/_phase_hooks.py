@@ -4,10 +4,10 @@ Each hook wraps one function or method in the worker process; it measures
 only while the calling thread runs a measured task (see
 :func:`roastcoffea.instrument.phases.run_task`), and otherwise costs one
 thread-local lookup. The hooks that charge a call to a phase, total a codec's
-bytes or hand back a virtual column's generator hooked are native
-:class:`~roastcoffea._native.PhaseHook` s (no Python frame); the hooks that
-look further into their arguments (uproot's ``Chunk.wait``, ``events()``,
-the task) are Python functions around the same clock.
+bytes, hand back a virtual column's generator hooked or pass on a wait for
+bytes already in memory are native :class:`~roastcoffea._native.PhaseHook` s
+(no Python frame); what looks further into its arguments (a wait that may
+be a read, ``events()``, the task) is Python around the same clock.
 :func:`install` and :func:`uninstall` are reference counted, so several worker
 plugins in one process share one set of hooks.
 
@@ -90,12 +90,13 @@ def _column(func: Callable[..., Any]) -> PhaseHook:
     return PhaseHook(func, "interpret", defer=functools.partial)
 
 
-def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
+def _wait(func: Callable[..., Any]) -> PhaseHook:
     """uproot ``Chunk.wait``: the first wait of a chunk of the file is the wait for its bytes.
 
-    Chunks that wrap bytes already in memory (a decompressed basket, a copy of
-    a memory-mapped chunk) have a ``TrivialFuture`` and are not reads; chunks
-    of a memory-mapped file have one too, but are.
+    Most waits are of bytes already in memory (``_raw_data`` set): the native guard passes
+    them on. Of the others, chunks that wrap bytes already in memory (a decompressed
+    basket, a copy of a memory-mapped chunk) have a ``TrivialFuture`` and are not reads;
+    chunks of a memory-mapped file have one too, but are.
     """
     from uproot.source.futures import TrivialFuture
 
@@ -111,14 +112,9 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         task = _current()
-        if task is None:
-            return func(self, *args, **kwargs)
-        # Most waits are of bytes already in memory: the cheapest test first.
-        if task.opaque or getattr(self, "_raw_data", None) is not None:
-            task.passed += 1
-            return func(self, *args, **kwargs)
-        if not _quietly(is_read, self):
-            task.passed += 1
+        if task is None or not _quietly(is_read, self):
+            if task is not None:
+                task.passed += 1
             return func(self, *args, **kwargs)
         task.enter("read")
         try:
@@ -127,7 +123,7 @@ def _wait(func: Callable[..., Any]) -> Callable[..., Any]:
             task.leave()
             _quietly(add_bytes, task, self)
 
-    return wait
+    return PhaseHook(func, "read", ready="_raw_data", timed=wait)
 
 
 class _ReadQueue(queue.Queue):
