@@ -622,38 +622,30 @@ PyTypeObject roastpy_PhaseHookType = {
 
 /* ---- module ----------------------------------------------------------------- */
 
-static int codecs_init(PyObject *module)
+/* Interns names into strs and exports them as the tuple attribute. */
+static int add_names(PyObject *module, const char *attribute, const char *const *names,
+                     PyObject **strs, int count)
 {
-    PyObject *names = PyTuple_New(ROAST_CODEC_COUNT);
-    if (!names)
+    PyObject *tuple = PyTuple_New(count);
+    if (!tuple)
         return -1;
-    for (int i = 0; i < ROAST_CODEC_COUNT; i++) {
-        if (!codec_strs[i] && !(codec_strs[i] = PyUnicode_InternFromString(codec_names[i]))) {
-            Py_DECREF(names);
+    for (int i = 0; i < count; i++) {
+        if (!strs[i] && !(strs[i] = PyUnicode_InternFromString(names[i]))) {
+            Py_DECREF(tuple);
             return -1;
         }
-        PyTuple_SET_ITEM(names, i, Py_NewRef(codec_strs[i]));
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(strs[i]));
     }
-    int rc = PyModule_AddObjectRef(module, "CODECS", names);
-    Py_DECREF(names);
+    int rc = PyModule_AddObjectRef(module, attribute, tuple);
+    Py_DECREF(tuple);
     return rc;
 }
 
 int roastpy_phases_init(PyObject *module)
 {
-    PyObject *names = PyTuple_New(ROAST_PHASE_COUNT);
-    if (!names)
+    if (add_names(module, "PHASES", phase_names, phase_strs, ROAST_PHASE_COUNT) < 0)
         return -1;
-    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
-        if (!phase_strs[i] && !(phase_strs[i] = PyUnicode_InternFromString(phase_names[i]))) {
-            Py_DECREF(names);
-            return -1;
-        }
-        PyTuple_SET_ITEM(names, i, Py_NewRef(phase_strs[i]));
-    }
-    int rc = PyModule_AddObjectRef(module, "PHASES", names);
-    Py_DECREF(names);
-    return rc < 0 ? rc : codecs_init(module);
+    return add_names(module, "CODECS", codec_names, codec_strs, ROAST_CODEC_COUNT);
 }
 
 void roastpy_phases_free(void)
