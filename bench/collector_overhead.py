@@ -8,12 +8,21 @@ processes=True)``, at two chunk sizes:
 - 1,000-event chunks: 200,000 events in 2 files, 200 chunks per run;
 - 100,000-event chunks: 2,000,000 events in 8 files, 20 chunks per run.
 
-Each round runs two variants, in alternating order:
+Two such clusters run side by side, as long-lived clusters: one with the roastcoffea plugin
+registered, one without. Each round runs two variants, in alternating order:
 
-- bare: the undecorated processor, no roastcoffea plugin on the cluster;
-- collected: ``@track_metrics``, the plugin registered (once per cluster, outside the
-  timer), the run inside ``MetricsCollector(client)`` with ``set_coffea_report``; timed
-  from before ``__enter__`` to after ``__exit__``.
+- bare: the undecorated processor, on the cluster without the plugin;
+- collected: ``@track_metrics`` on the cluster with the plugin, the run inside
+  ``MetricsCollector(client)`` with ``set_coffea_report``; timed from before ``__enter__``
+  to after ``__exit__``.
+
+The plugin stays registered across rounds, as on a facility's cluster (registering and
+removing it every round would throw away the workers' specialised code in both variants).
+Halfway, the clusters swap roles (the plugin removed from one and registered on the other,
+then a warm-up run of each): each set of worker processes runs half the rounds of each
+variant, so a speed of their own does not count as the plugin's. Only the measured
+cluster's workers are read; the idle cluster's own background (its heartbeats, the plugin's
+sampler) shares the machine with either variant.
 
 Per round, paired: the wall-time ratio collected / bare, the ratio of the workers' CPU
 seconds (``os.times()`` of each worker process, read outside the timer: every thread, the
@@ -71,32 +80,36 @@ def worker_cpu_seconds() -> float:
     return times.user + times.system
 
 
-def has_plugin(dask_scheduler: Any) -> bool:
-    return "roastcoffea" in dask_scheduler.plugins
-
-
 class Rounds:
-    """The two variants on one cluster, under whichever roastcoffea is installed."""
+    """The two variants on two clusters, under whichever roastcoffea is installed."""
 
-    def __init__(self, client: Any, files: list[str], chunksize: int) -> None:
+    def __init__(self, bare: Any, collected: Any, files: list[str], chunksize: int) -> None:
         import roastcoffea
 
-        self.client = client
+        self.clients = {"bare": bare, "collected": collected}
         self.fileset = {"synthetic": {"files": dict.fromkeys(files, "Events")}}
         self.chunksize = chunksize
         self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
         self.parts: list[dict[str, Any]] = []
+        if self.plugin is not None:
+            collected.register_plugin(self.plugin())
 
-    def _cluster_for(self, variant: str) -> None:
-        if self.plugin is None:
-            return
-        from roastcoffea.plugin import stop
+    def swap(self) -> None:
+        """Move the plugin to the other cluster: the clusters swap roles."""
+        bare, collected = self.clients["bare"], self.clients["collected"]
+        if self.plugin is not None:
+            from roastcoffea.plugin import stop
 
-        if variant == "bare":
-            if self.client.run_on_scheduler(has_plugin):
-                stop(self.client)
-        else:
-            self.client.register_plugin(self.plugin())
+            stop(collected)
+            bare.register_plugin(self.plugin())
+        self.clients = {"bare": collected, "collected": bare}
+
+    def warm_up(self) -> None:
+        """A run of each variant, not measured: imports, page cache, tree indexes, hooks."""
+        kept = len(self.parts)
+        for variant in ("bare", "collected"):
+            self.run(variant)
+        del self.parts[kept:]
 
     def run(self, variant: str) -> tuple[float, float]:
         """One run: (wall seconds, workers' CPU seconds)."""
@@ -106,25 +119,25 @@ class Rounds:
 
         from roastcoffea import MetricsCollector
 
-        self._cluster_for(variant)
+        client = self.clients[variant]
         proc = BareAnalysis() if variant == "bare" else Analysis()
         runner = processor.Runner(
-            executor=processor.DaskExecutor(client=self.client, status=False),
+            executor=processor.DaskExecutor(client=client, status=False),
             schema=NanoAODSchema,
             chunksize=self.chunksize,
             savemetrics=True,
         )
-        cpu0 = sum(self.client.run(worker_cpu_seconds).values())
+        cpu0 = sum(client.run(worker_cpu_seconds).values())
         start = time.perf_counter()
         if variant == "bare":
             runner(self.fileset, processor_instance=proc, treename="Events")
         else:
-            with MetricsCollector(self.client, processor_instance=proc) as mc:
+            with MetricsCollector(client, processor_instance=proc) as mc:
                 output, report = runner(self.fileset, processor_instance=proc, treename="Events")
                 mc.extract_metrics_from_output(output)
                 mc.set_coffea_report(report)
         wall = time.perf_counter() - start
-        cpu = sum(self.client.run(worker_cpu_seconds).values()) - cpu0
+        cpu = sum(client.run(worker_cpu_seconds).values()) - cpu0
         if variant == "collected":
             self.parts.append(own_figures(mc.get_metrics()))
         return wall, cpu
@@ -137,7 +150,10 @@ def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def child(files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
-    """Run in one Python process: a warm-up of each variant, then ``rounds`` rounds."""
+    """Run in one Python process: two clusters, a warm-up of each variant, then ``rounds``
+    rounds, the clusters swapping roles (and warming up again) halfway."""
+    from contextlib import ExitStack
+
     from coffea.nanoevents import NanoAODSchema
     from distributed import Client, LocalCluster
 
@@ -145,17 +161,21 @@ def child(files: list[str], chunksize: int, rounds: int) -> dict[str, Any]:
 
     NanoAODSchema.warn_missing_crossrefs = False
     samples: dict[str, list[tuple[float, float]]] = {"bare": [], "collected": []}
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        rounds_ = Rounds(client, files, chunksize)
-        for variant in samples:  # warm-up: imports, page cache, tree indexes
-            rounds_.run(variant)
-        rounds_.parts.clear()
+    with ExitStack() as stack:
+        clients = []
+        for _ in range(2):
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+                )
+            )
+            clients.append(stack.enter_context(Client(cluster)))
+        rounds_ = Rounds(*clients, files, chunksize)
+        rounds_.warm_up()
         for i in range(rounds):
+            if i and i == rounds // 2:
+                rounds_.swap()
+                rounds_.warm_up()
             order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
             for variant in order:
                 samples[variant].append(rounds_.run(variant))
