@@ -1,7 +1,7 @@
 /* The phase clock's Python face: TaskPhases (one task's clock), PhaseHook
- * (a function wrapped to charge its time to a phase, a codec's decompression
- * or a lookup that returns deferred work) and the clock of the task each
- * thread runs.
+ * (a function wrapped to charge its time to a phase: plain, a codec's
+ * decompression, a lookup that returns deferred work, or a wait guarded by
+ * an attribute) and the clock of the task each thread runs.
  *
  * The hooks run hundreds of times per chunk inside the user's analysis, so
  * the common calls cost no Python frame: a PhaseHook finds the thread's
@@ -442,6 +442,15 @@ static PyObject *guard_call(PyObject *self, PyObject *const *args, size_t nargsf
     return PyObject_Vectorcall(hook->spec.timed, args, nargsf, kwnames);
 }
 
+static vectorcallfunc call_of(const hook_spec *spec)
+{
+    if (spec->defer)
+        return defer_call;
+    if (spec->ready)
+        return guard_call;
+    return spec->codec >= 0 ? codec_call : hook_call;
+}
+
 static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
 {
     PhaseHook *hook = (PhaseHook *)type->tp_alloc(type, 0);
@@ -452,10 +461,7 @@ static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
     Py_XINCREF(spec->defer);
     Py_XINCREF(spec->ready);
     Py_XINCREF(spec->timed);
-    hook->vectorcall = spec->defer      ? defer_call
-                       : spec->ready    ? guard_call
-                       : spec->codec >= 0 ? codec_call
-                                        : hook_call;
+    hook->vectorcall = call_of(spec);
     return (PyObject *)hook;
 }
 
@@ -550,9 +556,11 @@ static PyObject *or_none(PyObject *obj)
 
 static PyObject *hook_repr(PhaseHook *hook)
 {
-    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[hook->spec.phase],
-                                hook->spec.opaque ? " (opaque)" : "", hook->spec.codec >= 0 ? " codec " : "",
-                                hook->spec.codec >= 0 ? codec_names[hook->spec.codec] : "", hook->spec.func);
+    const hook_spec *spec = &hook->spec;
+    const char *codec = spec->codec >= 0 ? codec_names[spec->codec] : NULL;
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[spec->phase],
+                                spec->opaque ? " (opaque)" : "", codec ? " codec " : "",
+                                codec ? codec : "", spec->func);
 }
 
 /* Pickled as its parts: a virtual column's generator may travel with an array. */
