@@ -29,6 +29,8 @@ import uproot
 from common import median, parse_chunk_bench, phase_hooks, spread_table
 from workload import chunk_events
 
+from roastcoffea import _native
+from roastcoffea._native import PhaseHook
 from roastcoffea.demo.analysis import DemoProcessor
 from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.instrument.phases import TaskPhases, clock_seconds
@@ -61,7 +63,13 @@ def clock_of(path: Path, start: int, stop: int) -> TaskPhases:
 def us_per_task_end(loops: int) -> float:
     """The end-of-task work of the worker plugin, in µs per task."""
     task = TaskPhases()
-    task.codecs["ZLIB"] = [0.1, 0.1, 1000, 4000]
+    # One decompression in the task, so its digests include a codec's.
+    decompress = PhaseHook(lambda codec, data: bytes(4 * len(data)), "decompress", codec="ZLIB")
+    _native.set_current_task(task)
+    try:
+        decompress(None, bytes(1000))
+    finally:
+        _native.set_current_task(None)
     t0 = time.perf_counter_ns()
     for _ in range(loops):
         digest_task_phases(task)

@@ -48,7 +48,7 @@ def digest_task_phases(task: TaskPhases) -> None:
     started = getattr(thread_state, "start_time", None)
     ran = task.close()
     elapsed = time.time() - started if isinstance(started, float) else ran
-    wall, cpu = task.wall, task.cpu
+    wall, cpu, codecs = task.wall, task.cpu, task.codecs  # each a new dict: read once
     wall["other"] = max(elapsed - sum(wall[p] for p in PHASES if p != "other"), 0.0)
     digest = context_meter.digest_metric
     for phase in PHASES:
@@ -57,8 +57,8 @@ def digest_task_phases(task: TaskPhases) -> None:
         digest(PHASE_ACTIVITY.format(phase), wall[phase], WALL)
         digest(PHASE_ACTIVITY.format(phase), cpu[phase], CPU)
     digest(PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES)
-    digest(PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in task.codecs.values()), BYTES)
-    for name, (codec_wall, codec_cpu, size_in, size_out) in task.codecs.items():
+    digest(PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in codecs.values()), BYTES)
+    for name, (codec_wall, codec_cpu, size_in, size_out) in codecs.items():
         activity = CODEC_ACTIVITY.format(name)
         digest(activity, codec_wall, WALL)
         digest(activity, codec_cpu, CPU)
@@ -71,7 +71,7 @@ def digest_task_phases(task: TaskPhases) -> None:
         digest(OUTPUTS_ACTIVITY, 1, COUNT)
     running = running_task()
     if running.plugin is not None and hasattr(running.plugin, "add_phases"):
-        record = phase_record(task, wall, cpu, started, elapsed)
+        record = phase_record(task, wall, cpu, codecs, started, elapsed)
         running.plugin.add_phases(running.key, record)
 
 
@@ -79,6 +79,7 @@ def phase_record(
     task: TaskPhases,
     wall: dict[str, float],
     cpu: dict[str, float],
+    codecs: dict[str, list[float]],
     started: float | None,
     elapsed: float,
 ) -> dict[str, Any]:
@@ -97,7 +98,7 @@ def phase_record(
         "wall": {p: (output if p == "output" else wall[p]) for p in PHASES},
         "cpu": {p: (None if p == "output" and output is None else cpu[p]) for p in PHASES},
         "read_bytes": task.read_bytes,
-        "codecs": {name: list(stats) for name, stats in task.codecs.items()},
+        "codecs": codecs,
     }
 
 
