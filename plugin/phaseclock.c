@@ -35,6 +35,7 @@ typedef struct {
     long long read_bytes;
     unsigned long long passed, errors;
     PyObject *item;
+    PyObject *baskets; /* the uproot baskets the task parsed (python/.../_phase_hooks.py) */
     char output_measured, in_work;
 } TaskPhases;
 
@@ -104,6 +105,11 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     roast_instant now = clocks_now();
     task->started = now.wall;
     task->item = Py_NewRef(Py_None);
+    task->baskets = PyList_New(0);
+    if (!task->baskets) {
+        Py_DECREF(task);
+        return NULL;
+    }
     roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now);
     if (st != ROAST_OK) {
         Py_DECREF(task);
@@ -115,12 +121,14 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int task_traverse(TaskPhases *task, visitproc visit, void *arg)
 {
     Py_VISIT(task->item);
+    Py_VISIT(task->baskets);
     return 0;
 }
 
 static int task_clear(TaskPhases *task)
 {
     Py_CLEAR(task->item);
+    Py_CLEAR(task->baskets);
     return 0;
 }
 
@@ -260,6 +268,8 @@ static PyMemberDef task_members[] = {
      "Clock operations that failed: calls past the deepest stack kept or with no memory to "
      "grow it (their time goes to the phase under them), a leave without an enter."},
     {"item", T_OBJECT, offsetof(TaskPhases, item), 0, "The coffea WorkItem of the task, or None."},
+    {"baskets", T_OBJECT, offsetof(TaskPhases, baskets), READONLY,
+     "(file, seek, fNbytes, fObjlen + fKeylen) of each uproot basket the task parsed, a list."},
     {"output_measured", T_BOOL, offsetof(TaskPhases, output_measured), 0,
      "Whether the output was compressed inside the task (coffea's compression on)."},
     {"in_work", T_BOOL, offsetof(TaskPhases, in_work), 0,

@@ -290,6 +290,66 @@ def test_iterative_executor_records_are_drained_by_span(cms_data: Path) -> None:
     assert [r["instrument_bytes"] > 0 for r in records] == [True, False]
 
 
+def test_basket_sizes_in_a_measured_task_come_from_the_tkeys_uproot_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the phase hooks, a chunk's new baskets cost no header read; the bytes stay exact."""
+    from roastcoffea.demo.nanoaod import generate
+    from roastcoffea.instrument import _baskets, _measure, _phase_hooks, phases
+
+    (path,) = generate(tmp_path, 6000, 1, basket_events=2000, processes=1)
+    starts = (0, 2000, 4000)  # every chunk has baskets of its own
+
+    def chunk(start: int) -> Any:
+        metadata = {"dataset": "own baskets", "filename": str(path), "treename": "Events",
+                    "entrystart": start, "entrystop": start + 2000}  # fmt: skip
+        factory = NanoEventsFactory.from_root(
+            {str(path): "Events"},
+            schemaclass=NanoAODSchema,
+            metadata=metadata,
+            access_log=[],
+            mode="virtual",
+            entry_start=start,
+            entry_stop=start + 2000,
+        )
+        return MuonJets().process(factory.events())
+
+    def records(measured: bool) -> list[dict[str, Any]]:
+        monkeypatch.setattr(_measure, "TREE_INDEXES", _baskets.TreeIndexes(1 << 20))
+        with in_span() as span_id:
+            for start in starts:
+                phases.run_task(chunk, (start,), {}) if measured else chunk(start)
+        return sorted(drain_local_records({span_id}), key=lambda r: r["entry_start"])
+
+    read = records(measured=False)
+    phases.set_sink(lambda task: None)
+    _phase_hooks.install()
+    try:
+        parsed = records(measured=True)
+    finally:
+        _phase_hooks.uninstall()
+        phases.set_sink(None)
+
+    fields = ("accessed_baskets", "accessed_bytes", "accessed_uncompressed_bytes", "bytes_read")
+    with uproot.open(path) as file:
+        tree = file["Events"]
+        for start, plain, hooked in zip(starts, read, parsed, strict=True):
+            assert [plain[f] for f in fields] == [hooked[f] for f in fields]
+            assert hooked["accessed_uncompressed_bytes"] == sum(
+                tree[name].basket_uncompressed_bytes(number)
+                for name in hooked["accessed_branches"]
+                for number in range(tree[name].num_baskets)
+                if tree[name].basket_entry_start_stop(number)[0] == start
+            )
+    # Without the task's log each chunk reads a 16-byte TKey per new basket; with it,
+    # only the first chunk requests anything (the tree, to index its baskets).
+    assert [r["instrument_bytes"] for r in read[1:]] == [
+        16 * len(r["accessed_baskets"]["id"]) for r in read[1:]
+    ]
+    assert [r["instrument_bytes"] for r in parsed[1:]] == [0, 0]
+    assert parsed[0]["instrument_bytes"] > 0
+
+
 def record_total_branches(record: dict[str, Any], cms_data: Path) -> int:
     with uproot.open(record["file"]) as file:
         return len(file["Events"].keys())

@@ -226,6 +226,27 @@ def test_uproot_reads_split_into_open_decompress_and_interpret(
     assert task.read_bytes > 0
 
 
+def test_a_task_logs_the_tkey_sizes_of_the_baskets_it_parses(
+    finished: list[TaskPhases], cms_data: Path
+) -> None:
+    with uproot.open(cms_data / "nano_dy.root", array_cache=None) as file:
+        branch = file["Events"]["Muon_pt"]
+        branch.array()  # outside a task: nothing logged
+        phases.run_task(branch.array, (), {})
+        expected = [
+            (
+                file.file,
+                int(branch.member("fBasketSeek")[number]),
+                branch.basket_compressed_bytes(number),
+                branch.basket_uncompressed_bytes(number),
+            )
+            for number in range(branch.num_baskets)
+        ]
+    (task,) = finished
+    assert task.baskets == expected and len(expected) > 0
+    assert TaskPhases().baskets == []
+
+
 def test_the_cost_of_a_hooked_call_is_measured_once() -> None:
     first = _phase_hooks.calibrate()
     assert all(0 < cost < 1e-3 for cost in first)

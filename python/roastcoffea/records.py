@@ -47,8 +47,9 @@ bytes_read_task           the source's ``num_requested_bytes`` when the task
                           Σ (bytes_read_task + instrument_bytes)
 instrument_bytes          bytes the instrumentation itself requested from the
                           file: 16-byte TKey headers of the accessed baskets
-                          not read before in this process (for their
-                          uncompressed sizes, one vectored request per chunk)
+                          whose sizes are not known in this process (one
+                          vectored request per chunk; none in a task of the
+                          worker plugin, which logs the TKeys uproot parsed)
                           and, once per tree and process, the tree's key
 instrument_seconds,       ``time.perf_counter()`` / ``time.thread_time()``
 instrument_cpu_s          seconds of the instrumentation's own work in this

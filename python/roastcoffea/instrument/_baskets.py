@@ -1,8 +1,9 @@
 """ROOT basket accounting: which baskets a chunk's entry range read, and their sizes.
 
 The sizes come from the TBranch metadata (fBasketBytes, fBasketSeek,
-fBasketEntry) and, for uncompressed sizes, from each basket's TKey header;
-nothing is decompressed.
+fBasketEntry) and, for uncompressed sizes, from each basket's TKey header: as
+uproot parsed it while reading the chunk (logged by the phase hooks), else read
+from the file; nothing is decompressed.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ class TreeIndex:
     Basket ``i`` holds entries ``[starts[i], stops[i])`` in ``compressed[i]``
     bytes (TKey included); ``seeks[i]`` is its file position, or -1 for an
     embedded basket. ``uncompressed[i]`` is its fObjlen + fKeylen: known from
-    the start for an embedded basket, read from a normal basket's TKey the
-    first time a chunk needs it (0 until then), so the baskets that several
-    chunks share cost one header read per process.
+    the start for an embedded basket, taken from a normal basket's TKey the
+    first time a chunk needs it (0 until then): the TKey uproot parsed in the
+    chunk's task when the phase hooks logged it, else read from the file, so
+    a header is read at most once per process.
     A basket's identity in a record is its seek (unique in the file), or
     ``-(i + 1)`` for an embedded one (unique in the tree). ``nbytes`` bounds
     the index's memory, its remembered branch sets included.
@@ -117,8 +119,17 @@ class TreeIndex:
         self._branch_sets[names] = baskets
         return baskets
 
-    def record_fields(self, baskets: numpy.ndarray, source: Any) -> dict[str, Any]:
-        """The record's byte fields of ``baskets``; reads the TKeys not read before.
+    def record_fields(
+        self,
+        baskets: numpy.ndarray,
+        source: Any,
+        parsed: dict[int, tuple[int, int]] | None = None,
+    ) -> dict[str, Any]:
+        """The record's byte fields of ``baskets``; learns the sizes not known before.
+
+        ``parsed`` maps a basket's seek to the ``(fNbytes, fObjlen + fKeylen)`` of the
+        TKey uproot parsed in the chunk's task; the sizes it lacks are read from the
+        file (the TKeys in one request).
 
         Raises
         ------
@@ -129,9 +140,7 @@ class TreeIndex:
         seeks = self.seeks[baskets]
         unknown = baskets[(uncompressed == 0) & (seeks >= 0)]  # an embedded size is known
         if len(unknown):
-            self.uncompressed[unknown] = uncompressed_from_keys(
-                source, self.seeks[unknown].tolist(), self.compressed[unknown].tolist()
-            )
+            self._learn(unknown, source, parsed or {})
             uncompressed = self.uncompressed[baskets]
         # Plain lists from here: a chunk reads tens of baskets, too few for numpy to pay.
         sizes_out = uncompressed.tolist()
@@ -149,6 +158,23 @@ class TreeIndex:
                 "uncompressed": sizes_out,
             },
         }
+
+    def _learn(
+        self, unknown: numpy.ndarray, source: Any, parsed: dict[int, tuple[int, int]]
+    ) -> None:
+        """Sets the sizes of the normal baskets ``unknown``: parsed ones, then the rest read."""
+        unread = []
+        seeks, sizes = self.seeks[unknown].tolist(), self.compressed[unknown].tolist()
+        for basket, seek, nbytes in zip(unknown.tolist(), seeks, sizes, strict=True):
+            key = parsed.get(seek)
+            if key is not None and key[0] == nbytes:
+                self.uncompressed[basket] = key[1]
+            else:
+                unread.append(basket)
+        if unread:
+            self.uncompressed[unread] = uncompressed_from_keys(
+                source, self.seeks[unread].tolist(), self.compressed[unread].tolist()
+            )
 
 
 def _embedded_size(basket: Any) -> int:

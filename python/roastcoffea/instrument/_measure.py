@@ -15,6 +15,7 @@ from roastcoffea.instrument._coffea import (
     open_tree_of,
 )
 from roastcoffea.instrument._counters import COUNTERS, Unavailable, describe
+from roastcoffea.instrument.phases import current as current_clock
 from roastcoffea.records import RECORD_VERSION, queue_local
 
 
@@ -206,7 +207,8 @@ class Measure:
             if branches:
                 record["branches_read_percent"] = 100.0 * len(names) / branches
             baskets, in_range = index.chunk_baskets(names, start, stop)
-            record.update(index.record_fields(baskets, source))
+            parsed = _parsed_baskets(getattr(handle, "file", handle))
+            record.update(index.record_fields(baskets, source, parsed))
             if in_range > 0:
                 record["bytes_read_percent"] = 100.0 * record["accessed_bytes"] / in_range
             else:
@@ -227,3 +229,18 @@ class Measure:
             self._lost((*lost, "file_metadata"), exc)
         after = source.num_requested_bytes if source is not None else 0
         return after - before
+
+
+def _parsed_baskets(file: Any) -> dict[int, tuple[int, int]]:
+    """``{seek: (fNbytes, fObjlen + fKeylen)}`` of the baskets of ``file`` the task parsed.
+
+    Takes the thread's task's basket log (:attr:`TaskPhases.baskets`), so it holds
+    one chunk's baskets at most; empty outside a measured task.
+    """
+    clock = current_clock()
+    if clock is None:
+        return {}
+    log = clock.baskets
+    parsed = {seek: (nbytes, size) for owner, seek, nbytes, size in log if owner is file}
+    log.clear()
+    return parsed

@@ -26,6 +26,8 @@ being built, uproot ``TBranch.array`` and
 ``HasBranches.arrays``
 coffea ``_compress`` of the task's output           ``output`` (opaque)
 the rest of the work function after ``events()``    ``user``
+uproot ``TBasket.read_members``                     none: it logs the basket's
+                                                    TKey sizes in the task
 ==================================================  ===========================
 """
 
@@ -149,6 +151,30 @@ def _codec(name: str) -> Wrapper:
     return lambda func: PhaseHook(func, "decompress", codec=name)
 
 
+def _basket(func: Callable[..., Any]) -> Callable[..., Any]:
+    """uproot ``Model_TBasket.read_members``: the sizes in the TKey of each basket the task parses.
+
+    The chunk's byte accounting needs each basket's fObjlen + fKeylen; uproot has just
+    parsed them from the bytes it read, so the task keeps them (``TaskPhases.baskets``)
+    and no header is read again.
+    """
+
+    @functools.wraps(func)
+    def read_members(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = func(self, *args, **kwargs)
+        task = _current()
+        if task is not None:
+            try:  # inline: this runs for every basket
+                members = self._members
+                size = members["fObjlen"] + members["fKeylen"]
+                task.baskets.append((self._file, self._cursor.index, members["fNbytes"], size))
+            except Exception as exc:
+                COUNTERS.add("instrument_errors", exc)
+        return result
+
+    return read_members
+
+
 def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
     """coffea ``_compress(item, compression)``: the output, compressed in the task."""
     timed = PhaseHook(func, "output", opaque=True)
@@ -208,6 +234,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
     import uproot
     import uproot.behaviors.TBranch as tbranch
     import uproot.compression as compression
+    import uproot.models.TBasket as tbasket
     import uproot.reading
     import uproot.source.chunk as chunk
     from coffea.nanoevents import NanoEventsFactory
@@ -227,6 +254,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (tbranch.TBranch, "array", _interpret),
         (tbranch.HasBranches, "arrays", _interpret),
         (chunk.Chunk, "wait", _wait),
+        (tbasket.Model_TBasket, "read_members", _basket),
         (tbranch, "queue", _reader_queue),
         *((codec, "decompress", _codec(name)) for name, codec in codecs.items()),
     ]
