@@ -2,15 +2,18 @@
 
 What it measures: the four runs of a demo chunk of ``bench/chunk_cost.py`` (bare with the
 hooks idle, ``@track_metrics`` alone, the phase clock alone, monitored), each in a process of
-its own under ``valgrind --tool=callgrind`` (every instruction of every thread counted; the
-same hash seed and, with ``setarch --addr-no-randomize``, the same addresses in every
-process). A process runs the same warm-up (imports, one run of each variant), then, the
-garbage collector off, its variant on ``--chunks`` chunks; a baseline process runs the
-warm-up only. Instructions per chunk = (the variant's total - the baseline's) / chunks.
+its own under ``valgrind --tool=callgrind`` (every instruction of every thread counted, each
+thread apart; the same hash seed and, with ``setarch --addr-no-randomize``, the same
+addresses in every process). A process runs the same warm-up (imports, one run of each
+variant), then, the garbage collector off, its variant on ``--chunks`` chunks; a baseline
+process runs the warm-up only. Instructions per chunk = (the variant's count - the
+baseline's) / chunks, for the main thread (where the chunks run: what ``chunk_cost.py``
+times) and for all threads (uproot's I/O thread, numpy's BLAS threads spinning).
 
 The count is exact and the same from one run to the next (this machine's CPU time per chunk
-varies by 20% with its host's load), but it is not time: what the monitoring costs the code
-around it (the CPU caches it disturbs) does not show, so it complements ``chunk_cost.py``.
+varies by 20% with its host's load), but it is not time: the kernel's work (the phase
+clock's ``clock_gettime`` system calls, page faults) and what the monitoring costs the code
+around it (the CPU caches it disturbs) do not show, so it complements ``chunk_cost.py``.
 Under valgrind a chunk runs about 50 times slower: 10 chunks take a few minutes per process.
 Nothing is asserted; the script prints figures.
 """
@@ -62,8 +65,9 @@ def child(name: str, ranges: list) -> None:
     os._exit(0)
 
 
-def counted(name: str, argv: list[str], directory: Path) -> int:
-    """The instructions valgrind counts in a child running ``name``."""
+def counted(name: str, argv: list[str], directory: Path) -> tuple[int, int]:
+    """The instructions valgrind counts in a child running ``name``: (its main thread, where
+    the chunks run; every thread)."""
     out = directory / f"{len(os.listdir(directory))}.callgrind"
     command = [
         "setarch",
@@ -71,6 +75,7 @@ def counted(name: str, argv: list[str], directory: Path) -> int:
         "--addr-no-randomize",
         "valgrind",
         "--tool=callgrind",
+        "--separate-threads=yes",
         f"--callgrind-out-file={out}",
         sys.executable,
         str(HERE / "chunk_instructions.py"),
@@ -80,10 +85,13 @@ def counted(name: str, argv: list[str], directory: Path) -> int:
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     subprocess.run(command, check=True, env=env, capture_output=True)
-    totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
-    if totals is None:
-        raise RuntimeError(f"no instruction total in {out}")
-    return int(totals.group(1))
+    threads = {}
+    for path in directory.glob(f"{out.name}-*"):  # one file per thread, -01 the main one
+        totals = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
+        if totals is None:
+            raise RuntimeError(f"no instruction total in {path}")
+        threads[path.name] = int(totals.group(1))
+    return threads[f"{out.name}-01"], sum(threads.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,23 +106,26 @@ def main(argv: list[str] | None = None) -> int:
     names = list(variants(ranges[0]))
     with tempfile.TemporaryDirectory() as scratch:
         base = counted(BASELINE, argv, Path(scratch))
-        per_chunk = {n: (counted(n, argv, Path(scratch)) - base) / len(ranges) for n in names}
-    bare = per_chunk["bare"]
+        per_chunk = {}
+        for n in names:
+            count = counted(n, argv, Path(scratch))
+            per_chunk[n] = [(c - b) / len(ranges) for c, b in zip(count, base, strict=True)]
     print(
         f"chunk instructions: {len(ranges)} chunks of {args.chunksize:,} events per process, "
         f"demo NanoAOD in {directory}\n"
     )
-    rows = [[n, f"{per_chunk[n] / 1e6:,.2f}", "", ""] for n in names[:1]]
-    rows += [
-        [
-            n,
-            f"{per_chunk[n] / 1e6:,.2f}",
-            f"{(per_chunk[n] - bare) / 1e6:+,.3f}",
-            f"{100 * (per_chunk[n] - bare) / bare:+.3f}%",
-        ]
-        for n in names[1:]
-    ]
-    print(table(["per chunk", "million instructions", "- bare", "share"], rows))
+    rows = []
+    for n in names:
+        row = [n]
+        for value, bare in zip(per_chunk[n], per_chunk["bare"], strict=True):
+            extra = value - bare
+            row += [f"{value / 1e6:,.2f}"]
+            row += (
+                ["", ""] if n == "bare" else [f"{extra / 1e6:+,.3f}", f"{100 * extra / bare:+.3f}%"]
+            )
+        rows.append(row)
+    headers = ["per chunk (million instructions)", "main thread", "- bare", "share"]
+    print(table([*headers, "all threads", "- bare", "share"], rows))
     return 0
 
 
