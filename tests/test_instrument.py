@@ -350,6 +350,28 @@ def test_basket_sizes_in_a_measured_task_come_from_the_tkeys_uproot_parsed(
     assert parsed[0]["instrument_bytes"] > 0
 
 
+def test_a_parsed_tkey_is_taken_only_when_it_matches_its_basket(cms_data: Path) -> None:
+    from roastcoffea.instrument._baskets import TreeIndex
+
+    with uproot.open(cms_data / "nano_dy.root") as file:
+        tree = file["Events"]
+        index = TreeIndex(tree)
+        baskets, _ = index.chunk_baskets(["nMuon", "Muon_pt"], 0, 10)
+        (taken, read) = index.seeks[baskets].tolist()  # one basket each, in file order
+        nbytes = index.compressed[baskets].tolist()
+        parsed = {taken: (nbytes[0], 12345), read: (nbytes[1] + 1, 999)}  # another basket's
+        sizes = {
+            int(tree[name].member("fBasketSeek")[0]): tree[name].basket_uncompressed_bytes(0)
+            for name in ("nMuon", "Muon_pt")
+        }
+        source = file.file.source
+        before = source.num_requested_bytes
+        fields = index.record_fields(baskets, source, parsed)
+        # The matching entry is trusted as parsed; the other basket's header is read.
+        assert fields["accessed_baskets"]["uncompressed"] == [12345, sizes[read]]
+        assert source.num_requested_bytes - before == 16
+
+
 def record_total_branches(record: dict[str, Any], cms_data: Path) -> int:
     with uproot.open(record["file"]) as file:
         return len(file["Events"].keys())
