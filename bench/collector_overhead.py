@@ -284,30 +284,28 @@ def spawn(
 
 def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
     """Per round: wall ratio, workers' CPU ratio, and extra workers' CPU per chunk in ms,
-    all of it and the parts in the tasks' threads and the event loops; the workers' CPU
-    ratio and extra CPU per chunk of the run of both variants at once."""
-    bare, collected = result["samples"]["bare"], result["samples"]["collected"]
-    pairs = list(zip(bare, collected, strict=True))
+    all of it and the parts in the tasks' threads and the event loops; the same CPU
+    figures, prefixed ``together_``, of the runs of both variants at once."""
     together = result.get("together", {"bare": [], "collected": []})
-    at_once = list(zip(together["bare"], together["collected"], strict=True))
-    return {
-        "wall": [c[0] / b[0] for b, c in pairs],
-        "cpu": [c[1] / b[1] for b, c in pairs],
-        "ms": [1e3 * (c[1] - b[1]) / chunks for b, c in pairs],
-        "task_ms": [1e3 * (c[3] - b[3]) / chunks for b, c in pairs],
-        "loop_ms": [1e3 * (c[4] - b[4]) / chunks for b, c in pairs],
-        "together_cpu": [c[1] / b[1] for b, c in at_once],
-        "together_ms": [1e3 * (c[1] - b[1]) / chunks for b, c in at_once],
-        "together_task_ms": [1e3 * (c[3] - b[3]) / chunks for b, c in at_once],
-        "together_loop_ms": [1e3 * (c[4] - b[4]) / chunks for b, c in at_once],
-    }
+    figures: dict[str, list[float]] = {}
+    for prefix, runs in (("", result["samples"]), ("together_", together)):
+        pairs = list(zip(runs["bare"], runs["collected"], strict=True))
+        figures[prefix + "cpu"] = [c[1] / b[1] for b, c in pairs]
+        # CPU seconds at 1 (the whole workers), 3 (tasks' threads), 4 (event loops)
+        for key, i in (("ms", 1), ("task_ms", 3), ("loop_ms", 4)):
+            figures[prefix + key] = [1e3 * (c[i] - b[i]) / chunks for b, c in pairs]
+        if not prefix:
+            figures["wall"] = [c[0] / b[0] for b, c in pairs]
+    return figures
+
+
+def shown(values: list[float], digits: int) -> str:
+    """The mean of ``values`` and its 95 % confidence interval."""
+    mean, low, high = interval(values)
+    return f"{mean:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
 
 
 def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]]) -> None:
-    def shown(values: list[float], digits: int) -> str:
-        mean, low, high = interval(values)
-        return f"{mean:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
-
     rows, figures = [], {}
     for name, result in results.items():
         if "error" in result:
@@ -379,21 +377,17 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs
         print("parts: the collected runs did not report their own cost")
         return
 
-    def shown(values: list[float]) -> str:
-        mean, low, high = interval(values)
-        return f"{mean:.3f} ({low:.3f} to {high:.3f})"
-
     which = "the runs at once" if runs else "the runs one after the other"
     every, tasks, loops = (ours[runs + key] for key in ("ms", "task_ms", "loop_ms"))
     others = [m - t - loop for m, t, loop in zip(every, tasks, loops, strict=True)]
     own = 1e3 * sum(p["instrument_cpu_seconds"] for p in parts) / chunks
     clock = 1e3 * sum(p["phase_clock_seconds"] or 0.0 for p in parts) / chunks
     print(
-        f"ours, where a chunk's cost goes (ms per chunk, {which}): all {shown(every)}; "
+        f"ours, where a chunk's cost goes (ms per chunk, {which}): all {shown(every, 3)}; "
         "in the tasks' threads (Dask's thread-cpu) "
-        f"{shown(tasks)}, of which the instrumentation {own:.3f} (its measured thread CPU) and "
-        f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops)}; "
-        f"in Dask's other threads {shown(others)}"
+        f"{shown(tasks, 3)}, of which the instrumentation {own:.3f} (its measured thread CPU) and "
+        f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops, 3)}; "
+        f"in Dask's other threads {shown(others, 3)}"
     )
 
 
@@ -419,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
     rounds = 3 if args.quick else args.rounds
     pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
-    samples: dict[int, dict[str, dict[str, Any]]] = {}
+    by_size: dict[int, dict[str, dict[str, Any]]] = {}
     print(f"collector overhead: {rounds} rounds per chunk size and version; {machine()}")
     for chunksize, (events, n_files, datasets) in sizes.items():
         files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
@@ -437,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             results[name] = spawn(python, files, chunksize, datasets, rounds)
         report_size(chunksize, chunks, results)
-        samples[chunksize] = results
+        by_size[chunksize] = results
     if args.samples:
-        args.samples.write_text(json.dumps(samples, indent=1))
+        args.samples.write_text(json.dumps(by_size, indent=1))
     return 0
 
 
