@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             without_ms.append(1e3 * bare)
             ratios.append(hooked / bare)
     clocks = [clock_of(*chunk) for chunk in ranges]
-    switch_ns, nested_ns, passed_ns = (1e9 * cost for cost in _phase_hooks.calibrate())
+    switch_ns, nested_ns, passed_ns, read_ns = (1e9 * cost for cost in _phase_hooks.calibrate())
     end_us = us_per_task_end(20_000)
     cost_ms = [1e3 * clock_seconds(clock) + end_us / 1e3 for clock in clocks]
     direct = [cost / median(without_ms) for cost in cost_ms]
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     counts = {
         kind: sorted(getattr(clock, kind) for clock in clocks)
-        for kind in ("switches", "nested", "passed")
+        for kind in ("switches", "nested", "passed", "cpu_reads")
     }
     print(
         "hooked calls per chunk: "
@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"one hooked call, beyond the bare call: {switch_ns:.0f} ns switching phase, "
-        f"{nested_ns:.0f} ns nested in its own phase, {passed_ns:.0f} ns inside an opaque one"
+        f"{nested_ns:.0f} ns nested in its own phase, {passed_ns:.0f} ns inside an opaque one; "
+        f"a read of the thread's CPU clock {read_ns:.0f} ns"
     )
     print(f"end of a task (digests): {end_us:.1f} us")
     print()

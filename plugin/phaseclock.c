@@ -20,6 +20,7 @@
 static const char *const phase_names[ROAST_PHASE_COUNT] = {
     "open", "read", "decompress", "interpret", "user", "output", "other",
 };
+#define PHASE_READ 1
 #define PHASE_OTHER 6
 
 static PyObject *phase_strs[ROAST_PHASE_COUNT]; /* interned phase_names */
@@ -42,13 +43,35 @@ typedef struct {
 /* The clock of the task this thread runs (a strong reference), or NULL. */
 static _Thread_local TaskPhases *thread_task;
 
+static double seconds_of(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Both clocks: where a task's sum starts, is rebased or ends. */
 static roast_instant clocks_now(void)
 {
-    struct timespec wall, cpu;
-    clock_gettime(CLOCK_MONOTONIC, &wall); /* time.perf_counter's clock */
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    return (roast_instant){(double)wall.tv_sec + (double)wall.tv_nsec * 1e-9,
-                           (double)cpu.tv_sec + (double)cpu.tv_nsec * 1e-9};
+    double wall = seconds_of(CLOCK_MONOTONIC); /* time.perf_counter's clock */
+    return (roast_instant){wall, seconds_of(CLOCK_THREAD_CPUTIME_ID)};
+}
+
+/* Whether the thread may wait, off CPU, in phase: reading the source, and
+ * the opaque phases (opening a file, the output). */
+static bool waits_in(int phase, bool opaque)
+{
+    return phase == PHASE_READ || opaque;
+}
+
+/* The clocks at a switch: the wall (vDSO, no system call), and the thread's
+ * CPU when the clock wants it (roast/phases.h says when and why). */
+static roast_instant clocks_at_switch(const roast_phase_clock *clock, bool waiting)
+{
+    roast_instant now = {seconds_of(CLOCK_MONOTONIC), ROAST_CPU_UNREAD};
+    if (roast_phase_wants_cpu(clock, now.wall, waiting))
+        now.cpu = seconds_of(CLOCK_THREAD_CPUTIME_ID);
+    return now;
 }
 
 static const roast_instant no_instant = {0.0, 0.0};
@@ -77,17 +100,24 @@ static int phase_index(PyObject *name)
 static void task_enter(TaskPhases *task, int phase, bool opaque)
 {
     roast_phase_clock *clock = &task->clock;
-    roast_instant now = roast_phase_enter_switches(clock, phase, opaque) ? clocks_now() : no_instant;
+    roast_instant now =
+        roast_phase_enter_switches(clock, phase, opaque)
+            ? clocks_at_switch(clock, waits_in(phase, opaque))
+            : no_instant;
     if (roast_phase_enter(clock, phase, opaque, now) != ROAST_OK)
         task->errors++;
 }
 
-static roast_instant task_leave(TaskPhases *task)
+/* Leaves the top phase, its stretch also charged to codec unless -1; returns
+ * the stretch's wall seconds. */
+static double task_leave(TaskPhases *task, int codec)
 {
     roast_phase_clock *clock = &task->clock;
-    roast_instant now = roast_phase_leave_switches(clock) ? clocks_now() : no_instant;
-    roast_instant stretch;
-    if (roast_phase_leave(clock, now, &stretch) != ROAST_OK)
+    roast_instant now = roast_phase_leave_switches(clock)
+                            ? clocks_at_switch(clock, waits_in(roast_phase_top(clock), clock->opaque))
+                            : no_instant;
+    double stretch;
+    if (roast_phase_leave(clock, now, codec, &stretch) != ROAST_OK)
         task->errors++;
     return stretch;
 }
@@ -96,9 +126,14 @@ static roast_instant task_leave(TaskPhases *task)
 
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":TaskPhases", kwlist))
+    static char *kwlist[] = {"cpu_interval", NULL};
+    double cpu_interval = ROAST_PHASE_CPU_INTERVAL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$d:TaskPhases", kwlist, &cpu_interval))
         return NULL;
+    if (!(cpu_interval >= 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "cpu_interval must be a number >= 0");
+        return NULL;
+    }
     TaskPhases *task = (TaskPhases *)type->tp_alloc(type, 0);
     if (!task)
         return NULL;
@@ -110,7 +145,7 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(task);
         return NULL;
     }
-    roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now);
+    roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now, cpu_interval);
     if (st != ROAST_OK) {
         Py_DECREF(task);
         return roastpy_raise(st, NULL);
@@ -140,11 +175,6 @@ static void task_dealloc(TaskPhases *task)
     Py_TYPE(task)->tp_free((PyObject *)task);
 }
 
-static PyObject *stretch_tuple(roast_instant stretch)
-{
-    return Py_BuildValue("(dd)", stretch.wall, stretch.cpu);
-}
-
 static PyObject *task_enter_method(TaskPhases *task, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"phase", "opaque", NULL};
@@ -162,7 +192,7 @@ static PyObject *task_enter_method(TaskPhases *task, PyObject *args, PyObject *k
 static PyObject *task_leave_method(TaskPhases *task, PyObject *unused)
 {
     (void)unused;
-    return stretch_tuple(task_leave(task));
+    return PyFloat_FromDouble(task_leave(task, -1));
 }
 
 static PyObject *task_rebase(TaskPhases *task, PyObject *name)
@@ -178,7 +208,7 @@ static PyObject *task_close(TaskPhases *task, PyObject *unused)
 {
     (void)unused;
     roast_phase_charge(&task->clock, clocks_now());
-    return PyFloat_FromDouble(task->clock.last.wall - task->started);
+    return PyFloat_FromDouble(task->clock.last - task->started);
 }
 
 static PyObject *seconds_dict(const double *seconds)
@@ -228,7 +258,8 @@ static PyMethodDef task_methods[] = {
      "enter(phase, opaque=False)\n\nStart charging phase (until the matching leave()). An "
      "opaque phase charges its hooked calls' time to itself."},
     {"leave", (PyCFunction)task_leave_method, METH_NOARGS,
-     "leave() -> (wall, cpu)\n\nStop charging the top phase; returns its last stretch (zero "
+     "leave() -> float\n\nStop charging the top phase; returns the wall seconds of its last "
+     "stretch (zero "
      "for a call nested in its own phase)."},
     {"rebase", (PyCFunction)task_rebase, METH_O,
      "rebase(phase)\n\nCharge time outside every hooked call to phase from now on."},
@@ -252,11 +283,19 @@ _Static_assert(sizeof(bool) == sizeof(char), "T_BOOL reads a char");
 
 static PyMemberDef task_members[] = {
     {"switches", T_ULONGLONG, offsetof(TaskPhases, clock.switches), READONLY,
-     "Phase switches: hooked calls that read the clocks on entry and exit."},
+     "Phase switches: hooked calls that read the wall clock (and the CPU clock when due) on "
+     "entry and exit."},
     {"nested", T_ULONGLONG, offsetof(TaskPhases, clock.nested), READONLY,
      "Hooked calls inside a call of the same phase: they read no clock."},
     {"opaque", T_UINT, offsetof(TaskPhases, clock.opaque), READONLY,
      "Opaque phases running: while above 0, hooked calls charge nothing of their own."},
+    {"cpu_interval", T_DOUBLE, offsetof(TaskPhases, clock.cpu_interval), READONLY,
+     "Wall seconds between reads of the thread's CPU clock, at least (0: every switch)."},
+    {"cpu_reads", T_ULONGLONG, offsetof(TaskPhases, clock.cpu_reads), READONLY,
+     "Reads of the thread's CPU clock (a system call each)."},
+    {"cpu_split_bound", T_DOUBLE, offsetof(TaskPhases, clock.split_bound), READONLY,
+     "Seconds the thread was off CPU in windows between CPU clock reads that several phases "
+     "or codecs shared (their CPU split by wall): bounds the error of each phase's CPU."},
     {"started", T_DOUBLE, offsetof(TaskPhases, started), READONLY,
      "When the clock started (perf_counter seconds)."},
     {"read_bytes", T_LONGLONG, offsetof(TaskPhases, read_bytes), 0,
@@ -282,8 +321,11 @@ PyTypeObject roastpy_TaskPhasesType = {
     .tp_name = "roastcoffea._native.TaskPhases",
     .tp_basicsize = sizeof(TaskPhases),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "TaskPhases()\n\nOne task's phase clock: wall and CPU seconds per phase, bytes, "
-              "codecs.\nNested phases are exclusive; the phases add up to the time the clock ran.",
+    .tp_doc = "TaskPhases(*, cpu_interval=0.001)\n\nOne task's phase clock: wall and CPU seconds "
+              "per phase, bytes, codecs.\nNested phases are exclusive; the phases add up to the "
+              "time the clock ran. The thread's CPU clock is read at most every cpu_interval "
+              "seconds; the CPU in between is split over the phases by their wall "
+              "(cpu_split_bound bounds the error).",
     .tp_new = task_new,
     .tp_dealloc = (destructor)task_dealloc,
     .tp_traverse = (traverseproc)task_traverse,
@@ -360,7 +402,7 @@ static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf,
     Py_INCREF(task); /* the call may end the thread's task; leave this one */
     task_enter(task, hook->spec.phase, hook->spec.opaque);
     PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    task_leave(task); /* reads clocks only: an exception of the call stays as it is */
+    task_leave(task, -1); /* reads clocks only: an exception of the call stays as it is */
     Py_DECREF(task);
     return result;
 }
@@ -400,9 +442,9 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
     uint64_t bytes_in = byte_len(task, codec_input(args, nargsf, kwnames));
     task_enter(task, hook->spec.phase, hook->spec.opaque);
     PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    roast_instant stretch = task_leave(task);
+    task_leave(task, hook->spec.codec);
     uint64_t bytes_out = result ? byte_len(task, result) : 0;
-    if (roast_phase_add_codec(&task->clock, hook->spec.codec, stretch, bytes_in, bytes_out) != ROAST_OK)
+    if (roast_phase_add_codec(&task->clock, hook->spec.codec, bytes_in, bytes_out) != ROAST_OK)
         task->errors++;
     Py_DECREF(task);
     return result;

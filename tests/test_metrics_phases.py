@@ -26,6 +26,7 @@ def phase_digests(worker: str, wall: dict[str, float], **extra: float) -> dict[t
     rows[(worker, "MyProc", "phase:read", "bytes")] = extra.get("read_bytes", 0)
     rows[(worker, "MyProc", "phase-clock", "count")] = 100
     rows[(worker, "MyProc", "phase-clock", "wall-seconds")] = 0.001
+    rows[(worker, "MyProc", "phase-clock", "cpu-seconds")] = 0.25
     return span_digests(rows)
 
 
@@ -80,6 +81,7 @@ def test_totals_shares_and_rates() -> None:
     assert m["phase_tasks"] == 1
     assert m["phase_wall_seconds"] == {p: float(s) for p, s in WALL.items()}
     assert m["phase_cpu_seconds"]["decompress"] == 1.5
+    assert m["phase_cpu_split_bound_seconds"] == 0.5  # both workers' bounds
     assert m["phase_share_percent"]["decompress"] == pytest.approx(30.0)
     assert sum(m["phase_share_percent"].values()) == pytest.approx(100.0)
     assert m["read_bandwidth_mb_s"] == pytest.approx(2.0)  # 4 MB in 2 s of read wait

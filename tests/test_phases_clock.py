@@ -40,17 +40,18 @@ def burn(seconds: float) -> None:
 
 
 def test_phases_are_exclusive_and_add_up_to_the_clock() -> None:
-    task = TaskPhases()
+    task = TaskPhases(cpu_interval=0.0)  # the CPU clock read at every switch
     task.enter("interpret")
     burn(0.02)
     task.enter("decompress")
     burn(0.03)
-    inner_wall, inner_cpu = task.leave()
+    inner_wall = task.leave()
     task.leave()
     ran = task.close()
-    assert task.wall["decompress"] == inner_wall and task.cpu["decompress"] == inner_cpu
-    assert inner_cpu >= 0.03 and task.cpu["interpret"] >= 0.02
-    assert task.cpu["interpret"] < 0.02 + inner_cpu  # the nested stretch is not charged twice
+    assert task.wall["decompress"] == inner_wall
+    assert task.cpu["decompress"] >= 0.03 and task.cpu["interpret"] >= 0.02
+    # the nested stretch is not charged twice
+    assert task.cpu["interpret"] < 0.02 + task.cpu["decompress"]
     assert sum(task.wall.values()) == pytest.approx(ran, rel=1e-12, abs=1e-12)
     assert task.switches == 2
 
@@ -61,14 +62,15 @@ def test_a_call_nested_in_its_own_phase_charges_nothing_of_its_own() -> None:
     burn(0.01)
     task.enter("interpret")
     burn(0.01)
-    assert task.leave() == (0.0, 0.0)
+    assert task.leave() == 0.0
     assert (task.switches, task.nested) == (1, 1)
     task.leave()
     ran = task.close()
     assert task.cpu["interpret"] >= 0.02  # both stretches, charged once
     assert sum(task.wall.values()) == pytest.approx(ran, rel=1e-12, abs=1e-12)
-    switch, nested, _ = _phase_hooks.calibrate()
-    assert phases.clock_seconds(task) == switch + nested and nested > 0
+    switch, nested, _, cpu_read = _phase_hooks.calibrate()
+    assert phases.clock_seconds(task) == switch + nested + task.cpu_reads * cpu_read
+    assert nested > 0 and cpu_read > 0
 
 
 def test_the_clocks_are_perf_counter_and_thread_time() -> None:
@@ -84,9 +86,49 @@ def test_the_clocks_are_perf_counter_and_thread_time() -> None:
     assert c2 - c0 >= sum(task.cpu.values()) >= 0.01
 
 
+def test_the_cpu_clock_is_read_at_most_once_per_interval() -> None:
+    hooked = _native.PhaseHook(lambda: None, "interpret")  # CPU-bound: no wait to isolate
+    c0 = time.thread_time()
+    task = TaskPhases()  # the worker's clock: one CPU read per millisecond at most
+    _native.set_current_task(task)
+    try:
+        for _ in range(5000):
+            hooked()
+    finally:
+        _native.set_current_task(None)
+    ran = task.close()
+    c1 = time.thread_time()
+    assert task.switches == 5000 and task.cpu_interval == 0.001
+    # the first read, at most one per interval, and the close
+    assert task.cpu_reads <= 2 + ran / task.cpu_interval
+    assert c1 - c0 >= sum(task.cpu.values()) > 0  # every CPU second is charged once
+    assert 0.0 <= task.cpu_split_bound <= ran
+
+
+def test_stretches_longer_than_the_interval_are_exact() -> None:
+    task = TaskPhases()
+    burn(0.005)  # each switch comes at least an interval after the last CPU read
+    task.enter("decompress")
+    burn(0.005)
+    task.leave()
+    burn(0.005)
+    task.close()
+    assert task.cpu_reads == 4 and task.cpu_split_bound == 0.0
+    assert task.cpu["decompress"] >= 0.005 and task.cpu["other"] >= 0.01
+
+
+def test_the_cpu_interval_is_checked() -> None:
+    assert TaskPhases(cpu_interval=0.0).cpu_interval == 0.0
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="cpu_interval"):
+            TaskPhases(cpu_interval=bad)
+    with pytest.raises(TypeError):
+        TaskPhases(0.001)  # keyword only
+
+
 def test_a_leave_without_an_enter_is_counted_not_raised() -> None:
     task = TaskPhases()
-    assert task.leave() == (0.0, 0.0)
+    assert task.leave() == 0.0
     assert task.errors == 1 and task.switches == 0
 
 

@@ -20,14 +20,14 @@ static double sum(const double *seconds)
 static void test_stretches_go_to_the_top_phase(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1), 0) == ROAST_OK);
     CHECK(roast_phase_enter(&c, INTERPRET, false, at(11, 1.5)) == ROAST_OK);
     CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(13, 2.5)) == ROAST_OK);
-    roast_instant stretch;
-    CHECK(roast_phase_leave(&c, at(14, 3.25), &stretch) == ROAST_OK);
-    CHECK_EQ_D(stretch.wall, 1.0);
-    CHECK_EQ_D(stretch.cpu, 0.75);
-    CHECK(roast_phase_leave(&c, at(16, 3.5), &stretch) == ROAST_OK);
+    double stretch;
+    CHECK(roast_phase_leave(&c, at(14, 3.25), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 1.0);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 0.75);
+    CHECK(roast_phase_leave(&c, at(16, 3.5), -1, &stretch) == ROAST_OK);
     roast_phase_charge(&c, at(20, 4));
     CHECK_EQ_D(c.wall[OTHER], 1 + 4);
     CHECK_EQ_D(c.wall[INTERPRET], 2 + 2);
@@ -45,18 +45,18 @@ static void test_stretches_go_to_the_top_phase(void)
 static void test_a_call_nested_in_its_phase_charges_nothing(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
     CHECK(roast_phase_enter_switches(&c, READ, false));
     CHECK(roast_phase_enter(&c, READ, false, at(1, 1)) == ROAST_OK);
     CHECK(!roast_phase_enter_switches(&c, READ, false));
     CHECK(roast_phase_enter(&c, READ, false, at(99, 99)) == ROAST_OK);
     CHECK(!roast_phase_leave_switches(&c));
-    roast_instant stretch;
-    CHECK(roast_phase_leave(&c, at(99, 99), &stretch) == ROAST_OK);
-    CHECK_EQ_D(stretch.wall, 0);
+    double stretch;
+    CHECK(roast_phase_leave(&c, at(99, 99), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 0);
     CHECK(roast_phase_leave_switches(&c));
-    CHECK(roast_phase_leave(&c, at(3, 2), &stretch) == ROAST_OK);
-    CHECK_EQ_D(stretch.wall, 2);
+    CHECK(roast_phase_leave(&c, at(3, 2), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 2);
     CHECK_EQ_D(c.wall[READ], 2);
     CHECK_EQ_D(c.cpu[OTHER], 1);
     CHECK_EQ_U(c.switches, 1);
@@ -69,18 +69,18 @@ static void test_a_call_nested_in_its_phase_charges_nothing(void)
 static void test_opaque_phases_switch_and_are_counted(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
     CHECK(roast_phase_enter_switches(&c, OTHER, true));
     CHECK(roast_phase_enter(&c, OTHER, true, at(1, 0)) == ROAST_OK);
     CHECK(roast_phase_enter(&c, OPEN, true, at(2, 0)) == ROAST_OK);
     CHECK_EQ_U(c.opaque, 2);
-    roast_instant stretch;
+    double stretch;
     CHECK(roast_phase_leave_switches(&c));
-    CHECK(roast_phase_leave(&c, at(5, 0), &stretch) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(5, 0), -1, &stretch) == ROAST_OK);
     CHECK_EQ_U(c.opaque, 1);
     CHECK(roast_phase_leave_switches(&c));
-    CHECK(roast_phase_leave(&c, at(6, 0), &stretch) == ROAST_OK);
-    CHECK_EQ_D(stretch.wall, 1);
+    CHECK(roast_phase_leave(&c, at(6, 0), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 1);
     CHECK_EQ_U(c.opaque, 0);
     CHECK_EQ_D(c.wall[OPEN], 3);
     CHECK_EQ_D(c.wall[OTHER], 3);
@@ -92,13 +92,13 @@ static void test_opaque_phases_switch_and_are_counted(void)
 static void test_deep_nesting(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
     for (int i = 0; i < 1000; i++)
         CHECK(roast_phase_enter(&c, i % 2 ? READ : INTERPRET, false, at(i + 1, 0)) == ROAST_OK);
     CHECK(c.cap >= 1001);
-    roast_instant stretch;
+    double stretch;
     for (int i = 1000; i > 0; i--)
-        CHECK(roast_phase_leave(&c, at(2000 - i + 1, 0), &stretch) == ROAST_OK);
+        CHECK(roast_phase_leave(&c, at(2000 - i + 1, 0), -1, &stretch) == ROAST_OK);
     CHECK_EQ_U(c.depth, 1);
     CHECK_EQ_D(sum(c.wall), 2000);
     CHECK_EQ_U(c.switches, 1000);
@@ -110,7 +110,7 @@ static void test_deep_nesting(void)
 static void test_calls_past_the_deepest_stack_are_lost_and_unwound(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
     for (uint32_t i = 1; i < ROAST_PHASE_MAX_DEPTH; i++)
         CHECK(roast_phase_enter(&c, i % 2 ? READ : INTERPRET, false, at(i, 0)) == ROAST_OK);
     int top = roast_phase_top(&c);
@@ -119,16 +119,16 @@ static void test_calls_past_the_deepest_stack_are_lost_and_unwound(void)
     CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(1e6, 0)) == ROAST_EFULL);
     CHECK_EQ_U(c.lost, 2);
     CHECK_EQ_U(c.opaque, 0);
-    roast_instant stretch;
+    double stretch;
     CHECK(!roast_phase_leave_switches(&c));
-    CHECK(roast_phase_leave(&c, at(1e6, 0), &stretch) == ROAST_OK);
-    CHECK(roast_phase_leave(&c, at(1e6, 0), &stretch) == ROAST_OK);
-    CHECK_EQ_D(stretch.wall, 0);
+    CHECK(roast_phase_leave(&c, at(1e6, 0), -1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(1e6, 0), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 0);
     CHECK_EQ_U(c.lost, 0);
     CHECK_EQ_U(c.depth, ROAST_PHASE_MAX_DEPTH);
     CHECK_EQ_U(roast_phase_top(&c), top);
     for (uint32_t i = ROAST_PHASE_MAX_DEPTH; i > 1; i--)
-        CHECK(roast_phase_leave(&c, at(2e6, 0), &stretch) == ROAST_OK);
+        CHECK(roast_phase_leave(&c, at(2e6, 0), -1, &stretch) == ROAST_OK);
     CHECK_EQ_U(c.depth, 1);
     roast_phase_charge(&c, at(2e6, 0));
     CHECK_EQ_D(sum(c.wall), 2e6);
@@ -139,13 +139,13 @@ static void test_calls_past_the_deepest_stack_are_lost_and_unwound(void)
 static void test_contract_breaches_are_refused(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, ROAST_PHASE_COUNT, at(0, 0)) == ROAST_EINVAL);
+    CHECK(roast_phase_clock_init(&c, ROAST_PHASE_COUNT, at(0, 0), 0) == ROAST_EINVAL);
     roast_phase_clock_release(&c);
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
-    roast_instant stretch = {7, 7};
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
+    double stretch = 7;
     CHECK(!roast_phase_leave_switches(&c));
-    CHECK(roast_phase_leave(&c, at(1, 1), &stretch) == ROAST_EINVAL);
-    CHECK_EQ_D(stretch.wall, 0);
+    CHECK(roast_phase_leave(&c, at(1, 1), -1, &stretch) == ROAST_EINVAL);
+    CHECK_EQ_D(stretch, 0);
     CHECK(roast_phase_enter(&c, -1, false, at(1, 1)) == ROAST_EINVAL);
     CHECK(roast_phase_enter(&c, ROAST_PHASE_COUNT, false, at(1, 1)) == ROAST_EINVAL);
     CHECK(roast_phase_rebase(&c, 99, at(1, 1)) == ROAST_EINVAL);
@@ -158,11 +158,11 @@ static void test_contract_breaches_are_refused(void)
 static void test_rebase(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
     CHECK(roast_phase_rebase(&c, USER, at(2, 1)) == ROAST_OK);
     CHECK(roast_phase_enter(&c, OUTPUT, true, at(5, 2)) == ROAST_OK);
-    roast_instant stretch;
-    CHECK(roast_phase_leave(&c, at(6, 3), &stretch) == ROAST_OK);
+    double stretch;
+    CHECK(roast_phase_leave(&c, at(6, 3), -1, &stretch) == ROAST_OK);
     CHECK_EQ_U(roast_phase_top(&c), USER);
     roast_phase_charge(&c, at(7, 3));
     CHECK_EQ_D(c.wall[OTHER], 2);
@@ -172,21 +172,112 @@ static void test_rebase(void)
     roast_phase_clock_release(&c);
 }
 
-/* A codec's totals add its decompressions; a codec out of range is refused. */
+/* A codec's totals add the stretches of the decompressions it left and the
+ * bytes of each call; a codec out of range is refused. */
 static void test_codec_totals(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0)) == ROAST_OK);
-    CHECK(roast_phase_add_codec(&c, 1, at(0.5, 0.25), 100, 400) == ROAST_OK);
-    CHECK(roast_phase_add_codec(&c, 1, at(1.5, 1.25), 50, 150) == ROAST_OK);
-    CHECK(roast_phase_add_codec(&c, ROAST_CODEC_COUNT, at(1, 1), 1, 1) == ROAST_EINVAL);
-    CHECK(roast_phase_add_codec(&c, -1, at(1, 1), 1, 1) == ROAST_EINVAL);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
+    double stretch;
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(1, 1)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(1.5, 1.25), 1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, 1, 100, 400) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(2, 1.5)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(3.5, 2.75), 1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, 1, 50, 150) == ROAST_OK);
+    CHECK(roast_phase_add_codec(&c, ROAST_CODEC_COUNT, 1, 1) == ROAST_EINVAL);
+    CHECK(roast_phase_add_codec(&c, -1, 1, 1) == ROAST_EINVAL);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(4, 3)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(5, 4), ROAST_CODEC_COUNT, &stretch) == ROAST_EINVAL);
+    CHECK(roast_phase_leave(&c, at(5, 4), -2, &stretch) == ROAST_EINVAL);
+    CHECK_EQ_U(c.depth, 2);
+    CHECK(roast_phase_leave(&c, at(5, 4), -1, &stretch) == ROAST_OK);
     CHECK_EQ_D(c.codecs[1].wall, 2);
     CHECK_EQ_D(c.codecs[1].cpu, 1.5);
+    CHECK_EQ_D(c.wall[DECOMPRESS], 3);
     CHECK_EQ_U(c.codecs[1].bytes_in, 150);
     CHECK_EQ_U(c.codecs[1].bytes_out, 550);
     CHECK_EQ_U(c.codecs[1].calls, 2);
     CHECK_EQ_U(c.codecs[0].calls + c.codecs[2].calls + c.codecs[3].calls, 0);
+    CHECK_EQ_D(c.split_bound, 0);
+    roast_phase_clock_release(&c);
+}
+
+/* The CPU clock is wanted once cpu_interval has passed since its last read. */
+static void test_the_cpu_clock_is_wanted_once_per_interval(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1), 0.5) == ROAST_OK);
+    CHECK(!roast_phase_wants_cpu(&c, 10.25, false));
+    CHECK(roast_phase_wants_cpu(&c, 10.5, false));
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(10.25, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_wants_cpu(&c, 10.5, false));
+    CHECK(roast_phase_enter(&c, READ, false, at(10.75, 1.5)) == ROAST_OK);
+    CHECK(!roast_phase_wants_cpu(&c, 11, false));
+    /* where the thread may wait, the shorter interval */
+    CHECK(!roast_phase_wants_cpu(&c, 10.75 + ROAST_PHASE_WAIT_INTERVAL / 2, true));
+    CHECK(roast_phase_wants_cpu(&c, 10.75 + 2 * ROAST_PHASE_WAIT_INTERVAL, true));
+    CHECK_EQ_U(c.cpu_reads, 2);
+    roast_phase_clock_release(&c);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
+    CHECK(roast_phase_wants_cpu(&c, 0, true) && roast_phase_wants_cpu(&c, 0, false));
+    roast_phase_clock_release(&c);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), -1) == ROAST_EINVAL);
+    roast_phase_clock_release(&c);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), NAN) == ROAST_EINVAL);
+    roast_phase_clock_release(&c);
+}
+
+/* Between two reads of the CPU clock, its CPU goes to the window's phases by
+ * their wall: the sum stays exact, and the time off CPU in a window that
+ * several phases shared bounds each phase's error. */
+static void test_a_window_splits_its_cpu_by_wall(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 10) == ROAST_OK);
+    double stretch;
+    /* window 1: other 1 s, decompress (ZLIB, index 0) 2 s, interpret 1 s; 3 s of CPU */
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(1, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(1.5, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(3.5, ROAST_CPU_UNREAD), 0, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 2);
+    CHECK(roast_phase_leave(&c, at(4, 3), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[OTHER], 0.75);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 1.5);
+    CHECK_EQ_D(c.codecs[0].cpu, 1.5);
+    CHECK_EQ_D(c.cpu[INTERPRET], 0.75);
+    CHECK_EQ_D(c.split_bound, 1);
+    /* window 2: one phase, exact however long it waited */
+    CHECK(roast_phase_enter(&c, READ, false, at(5, 3.5)) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[OTHER], 1.25);
+    CHECK(roast_phase_leave(&c, at(9, 3.75), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[READ], 0.25);
+    CHECK_EQ_D(c.split_bound, 1);
+    /* no wall passed since the last read: the CPU goes to the top phase */
+    roast_phase_charge(&c, at(9, 3.875));
+    CHECK_EQ_D(c.cpu[OTHER], 1.375);
+    CHECK_EQ_D(sum(c.cpu), 3.875);
+    CHECK_EQ_D(sum(c.wall), 9);
+    CHECK_EQ_U(c.cpu_reads, 5);
+    roast_phase_clock_release(&c);
+}
+
+/* A window that is one codec's whole decompression splits nothing; one that
+ * shares the phase with time outside the codec does. */
+static void test_a_codec_window_is_exact_only_when_it_is_the_codec(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, DECOMPRESS, at(0, 0), 10) == ROAST_OK);
+    double stretch;
+    CHECK(roast_phase_enter(&c, DECOMPRESS, true, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(2, 1), 2, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.codecs[2].cpu, 1);
+    CHECK_EQ_D(c.split_bound, 0);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, true, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(4, 1.5), 2, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.codecs[2].cpu, 1.25);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 1.5);
+    CHECK_EQ_D(c.split_bound, 1.5);
     roast_phase_clock_release(&c);
 }
 
@@ -200,5 +291,8 @@ int main(void)
     test_contract_breaches_are_refused();
     test_rebase();
     test_codec_totals();
+    test_the_cpu_clock_is_wanted_once_per_interval();
+    test_a_window_splits_its_cpu_by_wall();
+    test_a_codec_window_is_exact_only_when_it_is_the_codec();
     return check_failures ? 1 : 0;
 }

@@ -7,10 +7,23 @@
  * roast_phase_enter_switches / roast_phase_leave_switches answer): a call
  * nested in its own phase reads no clock, its time goes to that phase
  * either way. The phases are small integers the caller names
- * (python/roastcoffea/instrument/phases.py: PHASES). */
+ * (python/roastcoffea/instrument/phases.py: PHASES).
+ *
+ * The wall clock is read at every switch. The thread's CPU clock is a system
+ * call that costs a busy thread microseconds in caches and predictors, so the
+ * caller reads it only when roast_phase_wants_cpu says so: once cpu_interval
+ * of wall has passed since its last read, or, at a boundary of a phase the
+ * thread may wait in (off CPU: reading, opening), once ROAST_PHASE_WAIT_INTERVAL
+ * has, so that no wait longer than that shares a window with other phases.
+ * The CPU of a window is split over its phases in proportion to their wall.
+ * The split is exact when the thread ran throughout the window; split_bound
+ * totals the time it did not run in windows shared by several phases or
+ * codecs, which bounds the error of each phase's (and codec's) CPU. The
+ * phases' CPU always adds up to the CPU the clock ran. */
 #ifndef ROAST_PHASES_H
 #define ROAST_PHASES_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,10 +34,19 @@
  * caller names (plugin/phaseclock.c: CODECS). */
 #define ROAST_CODEC_COUNT 4
 
-/* Wall and CPU seconds: a reading of the clocks, or a stretch between two. */
+/* Wall and CPU seconds: a reading of the clocks, or a stretch between two.
+ * A reading's cpu is ROAST_CPU_UNREAD when only the wall clock was read. */
 typedef struct roast_instant {
     double wall, cpu;
 } roast_instant;
+
+#define ROAST_CPU_UNREAD NAN
+/* The cpu_interval of the worker's clocks: at most one CPU clock read per
+ * millisecond of a task (python/roastcoffea/instrument/phases.py). */
+#define ROAST_PHASE_CPU_INTERVAL 1e-3
+/* The interval at the boundaries of a phase the thread may wait in (at most
+ * cpu_interval). */
+#define ROAST_PHASE_WAIT_INTERVAL 50e-6
 
 /* One codec's decompressions in a task: their stretches and bytes. */
 typedef struct roast_codec_totals {
@@ -35,7 +57,13 @@ typedef struct roast_codec_totals {
 
 typedef struct roast_phase_clock {
     double wall[ROAST_PHASE_COUNT], cpu[ROAST_PHASE_COUNT];
-    roast_instant last; /* the clocks at the last switch */
+    double last;        /* the wall clock at the last switch */
+    double cpu_interval;
+    roast_instant read; /* the clocks at the last CPU clock read */
+    double window[ROAST_PHASE_COUNT];        /* wall per phase since then: CPU not split yet */
+    double window_codecs[ROAST_CODEC_COUNT]; /* and per codec */
+    double split_bound; /* seconds off CPU in shared windows (see above) */
+    uint64_t cpu_reads; /* reads of the CPU clock, the first included */
     uint8_t *stack;     /* entered phases, each with ROAST_PHASE_OPAQUE when opaque; */
     uint32_t depth;     /* stack[0] is the base phase, never left */
     uint32_t cap;
@@ -51,13 +79,20 @@ typedef struct roast_phase_clock {
 /* Deepest stack kept; Python's recursion limit keeps real calls far below it. */
 #define ROAST_PHASE_MAX_DEPTH 65536u
 
-/* Starts the clock at now, charging to base. ENOMEM, or EINVAL for a phase
- * out of range; the clock needs roast_phase_clock_release either way. */
-roast_status roast_phase_clock_init(roast_phase_clock *clock, int base, roast_instant now);
+/* Starts the clock at now (both clocks read), charging to base, reading the
+ * CPU clock at most every cpu_interval seconds (0: at every switch). ENOMEM,
+ * or EINVAL for a phase out of range or a negative interval; the clock needs
+ * roast_phase_clock_release either way. */
+roast_status roast_phase_clock_init(roast_phase_clock *clock, int base, roast_instant now,
+                                    double cpu_interval);
 void roast_phase_clock_release(roast_phase_clock *clock);
 
 /* The phase on top of the stack. */
 int roast_phase_top(const roast_phase_clock *clock);
+
+/* Whether a switch at wall, entering or leaving a phase the thread may wait
+ * in or not, should also read the CPU clock. */
+bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool waiting);
 
 /* Whether entering phase ends a stretch (then pass the clocks to enter). */
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque);
@@ -71,19 +106,21 @@ roast_status roast_phase_enter(roast_phase_clock *clock, int phase, bool opaque,
 /* Whether leaving the top phase ends a stretch. */
 bool roast_phase_leave_switches(const roast_phase_clock *clock);
 /* Pops the top phase (or a lost call); when it switches, charges its last
- * stretch and returns it in *stretch (zero otherwise). EINVAL when only the
- * base is left. */
-roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, roast_instant *stretch);
+ * stretch, also to codec unless it is -1, and returns its wall seconds in
+ * *stretch (zero otherwise). EINVAL when only the base is left or for a
+ * codec out of range (nothing is popped). */
+roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, int codec,
+                               double *stretch);
 
-/* Charges the stretch so far to the top phase; returns it. */
-roast_instant roast_phase_charge(roast_phase_clock *clock, roast_instant now);
+/* Charges the stretch so far to the top phase; returns its wall seconds. */
+double roast_phase_charge(roast_phase_clock *clock, roast_instant now);
 /* Charges the stretch so far, then charges time outside every entered phase
  * to base from now on. EINVAL for a phase out of range. */
 roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instant now);
 
-/* Adds one decompression by codec (its stretch, compressed bytes in, bytes
- * out) to the task's totals. EINVAL for a codec out of range. */
-roast_status roast_phase_add_codec(roast_phase_clock *clock, int codec, roast_instant stretch,
-                                   uint64_t bytes_in, uint64_t bytes_out);
+/* Counts one decompression by codec (compressed bytes in, bytes out; its
+ * time came with its leave). EINVAL for a codec out of range. */
+roast_status roast_phase_add_codec(roast_phase_clock *clock, int codec, uint64_t bytes_in,
+                                   uint64_t bytes_out);
 
 #endif

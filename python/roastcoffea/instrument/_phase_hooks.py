@@ -277,12 +277,14 @@ def _wrap_descriptor(original: Any, wrapper: Wrapper) -> Any:
     return wrapper(original)
 
 
-def calibrate(calls: int = 2000) -> tuple[float, float, float]:
+def calibrate(calls: int = 2000) -> tuple[float, float, float, float]:
     """Time each kind of hooked call, once per process; returns the costs in seconds.
 
-    A hooked no-op that switches phase, one nested in its own phase and one
-    passing inside an opaque phase, each against the bare no-op; the clock
-    multiplies them by its calls (:meth:`phases.TaskPhases.clock_seconds`).
+    A hooked no-op that switches phase (the CPU clock left unread), one nested in
+    its own phase and one passing inside an opaque phase, each against the bare
+    no-op, and a read of the thread's CPU clock (a switching call that reads it on
+    entry and exit, against one that does not); the clock multiplies them by its
+    calls and reads (:func:`phases.clock_seconds`).
     """
     if phases.call_costs()[0]:
         return phases.call_costs()
@@ -296,21 +298,26 @@ def calibrate(calls: int = 2000) -> tuple[float, float, float]:
             func()
         return (time.perf_counter() - t0) / calls
 
-    hooked = PhaseHook(noop, "read")
-    scratch, saved = phases.TaskPhases(), _current()
-    _native.set_current_task(scratch)
-    try:
-        bare = per_call(noop)
-        switch = per_call(hooked)
-        scratch.enter("read")
-        nested = per_call(hooked)
-        scratch.leave()
-        scratch.enter("open", True)
-        passed = per_call(hooked)
-        scratch.leave()
-    finally:
-        _native.set_current_task(saved)
-    phases.set_call_costs(*(max(cost - bare, 0.0) for cost in (switch, nested, passed)))
+    def in_task(task: phases.TaskPhases, func: Callable[[], None]) -> float:
+        _native.set_current_task(task)
+        try:
+            return per_call(func)
+        finally:
+            _native.set_current_task(saved)
+
+    hooked, saved = PhaseHook(noop, "read"), _current()
+    unread = phases.TaskPhases(cpu_interval=float("inf"))
+    bare = per_call(noop)
+    switch = in_task(unread, hooked)
+    unread.enter("read")
+    nested = in_task(unread, hooked)
+    unread.leave()
+    unread.enter("open", True)
+    passed = in_task(unread, hooked)
+    unread.leave()
+    read = in_task(phases.TaskPhases(cpu_interval=0.0), hooked)
+    costs = (switch - bare, nested - bare, passed - bare, (read - switch) / 2)
+    phases.set_call_costs(*(max(cost, 0.0) for cost in costs))
     return phases.call_costs()
 
 

@@ -37,19 +37,20 @@ from roastcoffea.instrument._counters import COUNTERS
 #: takes them from there instead of reading the headers again).
 TaskPhases = _native.TaskPhases
 
-#: Seconds a hooked call adds when it switches phase, when it is nested in its own
-#: phase, and when it passes inside an opaque phase; set by the hooks' calibration.
-_call_seconds = (0.0, 0.0, 0.0)
+#: Seconds a hooked call adds when it switches phase (the CPU clock left unread), when
+#: it is nested in its own phase and when it passes inside an opaque phase, and one read
+#: of the thread's CPU clock; set by the hooks' calibration.
+_call_seconds = (0.0, 0.0, 0.0, 0.0)
 
 
-def set_call_costs(switch: float, nested: float, passed: float) -> None:
-    """Set what each kind of hooked call costs, for :func:`clock_seconds`."""
+def set_call_costs(switch: float, nested: float, passed: float, cpu_read: float) -> None:
+    """Set what each kind of hooked call and a CPU clock read cost, for :func:`clock_seconds`."""
     global _call_seconds
-    _call_seconds = (switch, nested, passed)
+    _call_seconds = (switch, nested, passed, cpu_read)
 
 
-def call_costs() -> tuple[float, float, float]:
-    """The (switch, nested, passed) seconds of a hooked call; zeros before calibration."""
+def call_costs() -> tuple[float, float, float, float]:
+    """The (switch, nested, passed, cpu_read) seconds; zeros before calibration."""
     return _call_seconds
 
 
@@ -68,9 +69,15 @@ current: Callable[[], TaskPhases | None] = _native.current_task
 
 
 def clock_seconds(task: TaskPhases) -> float:
-    """The clock's own cost in ``task``: its hooked calls times their timed costs."""
-    switch, nested, passed = _call_seconds
-    return task.switches * switch + task.nested * nested + task.passed * passed
+    """The clock's own cost in ``task``: its hooked calls and CPU clock reads times their
+    timed costs."""
+    switch, nested, passed, cpu_read = _call_seconds
+    return (
+        task.switches * switch
+        + task.nested * nested
+        + task.passed * passed
+        + task.cpu_reads * cpu_read
+    )
 
 
 def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:

@@ -34,6 +34,7 @@ KEYS = (
     "phase_tasks",
     "phase_wall_seconds",
     "phase_cpu_seconds",
+    "phase_cpu_split_bound_seconds",
     "phase_share_percent",
     "phase_per_worker",
     "output_phase_seconds",
@@ -85,6 +86,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("phase_tasks", int(tasks))
     out.put("phase_wall_seconds", wall)
     out.put("phase_cpu_seconds", cpu)
+    out.put("phase_cpu_split_bound_seconds", _total(rows, vocab.CLOCK_ACTIVITY, vocab.CPU))
     out.put("phase_share_percent", {p: _percent(s, total) for p, s in wall.items()})
     out.put("phase_per_worker", _per_worker(rows))
     read_bytes = _total(rows, vocab.PHASE_ACTIVITY.format("read"), vocab.BYTES)

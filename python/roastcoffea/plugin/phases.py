@@ -67,6 +67,7 @@ def digest_task_phases(task: TaskPhases) -> None:
     digest(TASKS_ACTIVITY, 1, COUNT)
     digest(CLOCK_ACTIVITY, task.switches + task.nested, COUNT)
     digest(CLOCK_ACTIVITY, clock_seconds(task), WALL)
+    digest(CLOCK_ACTIVITY, task.cpu_split_bound, CPU)
     if task.output_measured:
         digest(OUTPUTS_ACTIVITY, 1, COUNT)
     running = running_task()
