@@ -1,0 +1,114 @@
+"""What reading the thread's CPU clock costs a chunk, by how often the phase clock reads it.
+
+What it measures: real chunks of the demo's synthetic NanoAOD (100,000 events, or
+``--chunksize``), run as coffea's work function runs them (``bench/phase_cost.py``'s
+``work``), with the phase hooks installed throughout, in four variants one after the
+other on the same chunk, the order rotating from one round over the chunks to the next:
+
+- ``idle``: no sink, so no clock (each hooked call is a thread-local lookup);
+- ``every switch``: the clock reads the thread's CPU clock (``CLOCK_THREAD_CPUTIME_ID``,
+  a system call) at every phase switch (``TaskPhases(cpu_interval=0)``), as it did before
+  2026-11-26;
+- ``worker``: the worker's clock (``TaskPhases()``): the CPU clock read at most once per
+  millisecond, or 50 µs at the boundaries of a phase the thread may wait in.
+
+Each active variant also runs the worker plugin's end of task (``digest_task_phases``).
+Per chunk: the thread's CPU time (``time.thread_time``, garbage collector off inside the
+timed run), each active variant minus ``idle`` in the same rotation, with a 95 %
+confidence interval over the chunks run, and each variant's CPU clock reads and
+``cpu_split_bound`` (the bound of the error of its per-phase CPU). Nothing is asserted.
+
+Run: ``.venv/bin/python bench/cpu_clock_cost.py --seconds 300``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import time
+
+from common import interval, parse_chunk_bench, phase_hooks, table
+from phase_cost import work
+
+from roastcoffea import _native
+from roastcoffea.instrument import phases
+from roastcoffea.plugin.phases import digest_task_phases
+
+#: The variants: None is the idle hooks, a number the clock's cpu_interval.
+VARIANTS = {
+    "idle": None,
+    "every switch": 0.0,
+    "worker": _native.TaskPhases().cpu_interval,
+}
+
+
+def timed(chunk: tuple, cpu_interval: float | None, clocks: list) -> float:
+    """Thread CPU seconds of one chunk in a variant; its clock's counts appended to
+    ``clocks``."""
+    if cpu_interval is not None:
+        phases.TaskPhases = functools.partial(_native.TaskPhases, cpu_interval=cpu_interval)
+    phases.set_sink(None if cpu_interval is None else functools.partial(keep, clocks))
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.thread_time()
+        phases.run_task(work, chunk, {})
+        return time.thread_time() - t0
+    finally:
+        gc.enable()
+        phases.set_sink(None)
+        phases.TaskPhases = _native.TaskPhases
+
+
+def keep(clocks: list, task: _native.TaskPhases) -> None:
+    """The sink: the worker plugin's end of task, then the clock's counts kept (not the
+    clock: its baskets hold the file, whose freeing belongs in the timed run)."""
+    digest_task_phases(task)
+    clocks.append((task.cpu_reads, task.cpu_split_bound))
+
+
+def more_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=300.0, help="time to run (300)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, directory, ranges = parse_chunk_bench(__doc__, 8, argv, more_arguments)
+    names = list(VARIANTS)
+    extra = {name: [] for name in names[1:]}
+    clocks: dict[str, list] = {name: [] for name in names[1:]}
+    with phase_hooks(lambda task: None):
+        for chunk in ranges[:2]:  # warm-up: imports, caches
+            phases.run_task(work, chunk, {})
+        idle, rounds = [], 0
+        deadline = time.monotonic() + args.seconds
+        while time.monotonic() < deadline:
+            rounds += 1
+            for i, chunk in enumerate(ranges):
+                first = (rounds + i) % len(names)
+                order = names[first:] + names[:first]
+                cpu = {name: timed(chunk, VARIANTS[name], clocks.get(name, [])) for name in order}
+                idle.append(cpu["idle"])
+                for name in names[1:]:
+                    extra[name].append(1e3 * (cpu[name] - cpu["idle"]))
+
+    print(
+        f"CPU clock cost: {rounds} rounds over {len(ranges)} chunks of "
+        f"{args.chunksize:,} events, demo NanoAOD in {directory}; idle chunk "
+        f"{1e3 * sum(idle) / len(idle):.1f} ms of thread CPU"
+    )
+    rows = []
+    for name in names[1:]:
+        mean, low, high = interval(extra[name])
+        done = clocks[name]
+        reads = sum(reads for reads, _ in done) / len(done)
+        bound = 1e3 * sum(bound for _, bound in done) / len(done)
+        rows.append(
+            [name, f"{mean:.3f}", f"{low:.3f} to {high:.3f}", f"{reads:.0f}", f"{bound:.3f}"]
+        )
+    print(table(["variant", "- idle, ms", "95% CI", "CPU reads", "split bound, ms"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
