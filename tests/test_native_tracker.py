@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -163,3 +164,53 @@ def test_attributes() -> None:
     with pytest.raises(TypeError):
         DigestTracker(5)
     assert decode_payload(tracker.payload({}))["incarnation"] == "inc-é"
+
+
+GATHER = ("gather-dep", "span-a", "inc", "network", "seconds")
+
+
+def test_followed_contexts_are_read_from_changed_the_rest_every_time() -> None:
+    tracker = DigestTracker("inc-1", window=1, followed=("execute",))
+    assert tracker.followed == ("execute",)
+    d: dict[Any, Any] = {CPU: 1.0, NET: 2.0, GATHER: 3.0}
+    # the first payload accounts for every key, whatever changed says
+    assert decode_payload(tracker.payload(d, {}))["digests"] == {CPU: 1.0, NET5: 2.0, GATHER: 3.0}
+    d[CPU], d[NET], d[GATHER] = 1.5, 2.5, 3.5
+    # contexts not followed are read every time; a followed key only when it changed
+    assert decode_payload(tracker.payload(d, {}))["digests"] == {NET5: 2.5, GATHER: 3.5}
+    assert decode_payload(tracker.payload(d, {CPU: 0.5}))["digests"] == {CPU: 1.5}
+    # a new key of a context not followed: digests_total grew past what the tracker knows
+    d[("get-data", "serialize", "seconds")] = 0.25
+    new = decode_payload(tracker.payload(d, {}))["digests"]
+    assert new == {("get-data", "", "", "serialize", "seconds"): 0.25}
+    # a new followed key arrives in changed
+    d[READ] = 4096
+    assert decode_payload(tracker.payload(d, {READ: 4096}))["digests"] == {READ: 4096.0}
+    # a full payload reads every key
+    d[CPU] = 9.0
+    assert decode_payload(tracker.full_payload(d))["digests"][CPU] == 9.0
+    with pytest.raises(TypeError, match="changed must be a dict"):
+        tracker.payload(d, [CPU])
+
+
+def test_payloads_from_changes_equal_payloads_from_scans() -> None:
+    """Fed Dask's changes, the tracker sends what scanning every key would, payload by payload."""
+    rng = random.Random(7)
+    scanning = DigestTracker("inc-1", window=3)
+    following = DigestTracker("inc-1", window=3, followed=("execute",))
+    contexts = ("execute", "gather-dep")
+    d: dict[Any, Any] = {}
+    for beat in range(300):
+        changed: dict[Any, float] = {}
+        for _ in range(rng.randrange(6)):
+            if rng.random() < 0.3:
+                key: Any = ("tick", f"t{rng.randrange(3)}", "seconds")
+            else:
+                key = (rng.choice(contexts), f"s{rng.randrange(40)}", "p", "a", "seconds")
+            delta = rng.choice((0.5, 1, 0.0))  # a zero delta changes nothing
+            d[key] = d.get(key, 0) + delta
+            if key[0] == "execute":
+                changed[key] = changed.get(key, 0) + delta
+        expected = decode_payload(scanning.payload(d))
+        got = decode_payload(following.payload(d, changed))
+        assert got == expected, beat

@@ -120,3 +120,16 @@ def test_missed_payloads_are_recovered_without_a_flush(make_cluster: Any) -> Non
         assert worker["gaps"] >= 1, address
         assert worker["flushes"] >= 1, address
     assert "fetch_worker_state" not in snap["errors"]
+
+
+def changes_followed(dask_worker: Any) -> bool:
+    from roastcoffea.plugin.worker import _changed_since_heartbeat
+
+    tracker = dask_worker.plugins["roastcoffea"]._tracker
+    return _changed_since_heartbeat(dask_worker) is not None and "execute" in tracker.followed
+
+
+def test_payloads_follow_dasks_changes_instead_of_scanning(roast: Client) -> None:
+    # On a real worker the tracker gets the heartbeat's changed keys from Dask's spans
+    # extension; without them every payload would scan digests_total, which only grows.
+    assert all(roast.run(changes_followed).values())

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.spans import CONTEXTS_WITH_SPAN_ID
 from distributed.worker import thread_state
 
 from roastcoffea import _native
@@ -228,7 +229,9 @@ class RoastWorkerPlugin(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         """Install the heartbeat metric and the state handler on ``worker``."""
         self._worker = worker
-        self._tracker = _native.DigestTracker(worker.id, self.window or 4)
+        self._tracker = _native.DigestTracker(
+            worker.id, self.window or 4, followed=CONTEXTS_WITH_SPAN_ID
+        )
         worker.metrics[PLUGIN_NAME] = self._payload
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
         try:
@@ -575,8 +578,22 @@ class RoastWorkerPlugin(WorkerPlugin):
             heartbeat = worker.periodic_callbacks.get("heartbeat")
             if heartbeat is not None:
                 self._tracker.window = auto_window(self.interval, heartbeat.callback_time)
-        return self._tracker.payload(worker.digests_total)
+        return self._tracker.payload(worker.digests_total, _changed_since_heartbeat(worker))
 
     def _full_state(self) -> bytes:
         """RPC handler ``roastcoffea_worker_state``: every digest and queued record."""
         return self._tracker.full_payload(self._worker.digests_total)
+
+
+def _changed_since_heartbeat(worker: Any) -> dict | None:
+    """The span-keyed digests that changed since the last heartbeat, or None.
+
+    Dask swaps ``Worker.digests_total_since_heartbeat`` out before the worker's
+    metrics run, and hands the digests of the contexts with a span
+    (``CONTEXTS_WITH_SPAN_ID``) to its spans extension, which keeps them until the
+    heartbeat is sent: the keys there are those of ``digests_total`` that changed.
+    Without them (no spans extension) the tracker reads every key.
+    """
+    spans = worker.extensions.get("spans")
+    changed = getattr(spans, "digests_total_since_heartbeat", None)
+    return changed if isinstance(changed, dict) else None
