@@ -64,6 +64,12 @@ static bool waits_in(int phase, bool opaque)
     return phase == PHASE_READ || opaque;
 }
 
+/* Whether the thread may wait in the phase on top of the stack. */
+static bool top_waits(const roast_phase_clock *clock)
+{
+    return waits_in(roast_phase_top(clock), clock->stack[clock->depth - 1] & ROAST_PHASE_OPAQUE);
+}
+
 /* The clocks at a switch: the wall (vDSO, no system call), and the thread's
  * CPU when the clock wants it (roast/phases.h says when and why). */
 static roast_instant clocks_at_switch(const roast_phase_clock *clock, bool waiting)
@@ -113,9 +119,8 @@ static void task_enter(TaskPhases *task, int phase, bool opaque)
 static double task_leave(TaskPhases *task, int codec)
 {
     roast_phase_clock *clock = &task->clock;
-    roast_instant now = roast_phase_leave_switches(clock)
-                            ? clocks_at_switch(clock, waits_in(roast_phase_top(clock), clock->opaque))
-                            : no_instant;
+    roast_instant now =
+        roast_phase_leave_switches(clock) ? clocks_at_switch(clock, top_waits(clock)) : no_instant;
     double stretch;
     if (roast_phase_leave(clock, now, codec, &stretch) != ROAST_OK)
         task->errors++;

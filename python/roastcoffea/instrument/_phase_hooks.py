@@ -305,11 +305,12 @@ def calibrate(calls: int = 2000) -> tuple[float, float, float, float]:
         finally:
             _native.set_current_task(saved)
 
-    hooked, saved = PhaseHook(noop, "read"), _current()
+    # interpret: a phase the thread does not wait in, so `unread` never reads the CPU clock
+    hooked, saved = PhaseHook(noop, "interpret"), _current()
     unread = phases.TaskPhases(cpu_interval=float("inf"))
     bare = per_call(noop)
     switch = in_task(unread, hooked)
-    unread.enter("read")
+    unread.enter("interpret")
     nested = in_task(unread, hooked)
     unread.leave()
     unread.enter("open", True)
