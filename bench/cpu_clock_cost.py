@@ -39,7 +39,7 @@ from roastcoffea.plugin.phases import digest_task_phases
 VARIANTS = {
     "idle": None,
     "every switch": 0.0,
-    "worker": _native.TaskPhases().cpu_interval,
+    "worker": phases.CPU_INTERVAL,
 }
 
 
@@ -47,8 +47,7 @@ def timed(chunk: tuple, cpu_interval: float | None, clocks: list) -> float:
     """Thread CPU seconds of one chunk in a variant; its clock's counts appended to
     ``clocks``."""
     if cpu_interval is not None:
-        phases.TaskPhases = functools.partial(_native.TaskPhases, cpu_interval=cpu_interval)
-    phases.set_sink(None if cpu_interval is None else functools.partial(keep, clocks))
+        phases.set_sink(functools.partial(keep, clocks), cpu_interval=cpu_interval)
     gc.collect()
     gc.disable()
     try:
@@ -58,7 +57,6 @@ def timed(chunk: tuple, cpu_interval: float | None, clocks: list) -> float:
     finally:
         gc.enable()
         phases.set_sink(None)
-        phases.TaskPhases = _native.TaskPhases
 
 
 def keep(clocks: list, task: _native.TaskPhases) -> None:

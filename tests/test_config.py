@@ -18,6 +18,7 @@ def test_defaults_are_dask_settings() -> None:
     assert plugin.live is True
     assert config.seconds("flush-timeout") == 10.0
     assert config.seconds("probe-timeout") == 5.0
+    assert plugin.phase_cpu_interval == 0.001
 
 
 def test_settings_override_defaults_and_arguments_win() -> None:
@@ -26,14 +27,19 @@ def test_settings_override_defaults_and_arguments_win() -> None:
         "roastcoffea.ring-capacity": 1024,
         "roastcoffea.series-cap-bytes": "1MiB",
         "roastcoffea.live": False,
+        "roastcoffea.phase-cpu-interval": "0ms",
     }
     with dask.config.set(overrides):
         plugin = RoastPlugin()
         assert (plugin.interval, plugin.ring_capacity) == (0.25, 1024)
         assert (plugin.series_cap_bytes, plugin.live) == (1 << 20, False)
-        given = RoastPlugin(2.0, ring_capacity=64, series_cap_bytes=1 << 17, live=True)
+        assert plugin.phase_cpu_interval == 0.0
+        given = RoastPlugin(
+            2.0, ring_capacity=64, series_cap_bytes=1 << 17, live=True, phase_cpu_interval=0.01
+        )
         assert (given.interval, given.ring_capacity) == (2.0, 64)
         assert (given.series_cap_bytes, given.live) == (1 << 17, True)
+        assert given.phase_cpu_interval == 0.01
 
 
 def test_environment_variables_reach_the_settings() -> None:
@@ -50,6 +56,11 @@ def test_bad_settings_are_refused_like_bad_arguments() -> None:
         RoastPlugin()
     with dask.config.set({"roastcoffea.ring-capacity": "many"}), pytest.raises(TypeError):
         RoastPlugin()
+    for bad in (-0.001, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="phase_cpu_interval"):
+            RoastPlugin(phase_cpu_interval=bad)
+    with pytest.raises(TypeError, match="phase_cpu_interval"):
+        RoastPlugin(phase_cpu_interval="1ms")
 
 
 def test_collector_reads_its_interval_from_the_settings(client: Client) -> None:

@@ -236,6 +236,30 @@ def test_bytes_match_the_baskets_each_chunk_read(codecs: dict[str, Any]) -> None
         assert produced == chunk["accessed_uncompressed_bytes"] - keys
 
 
+def test_the_cpu_interval_setting_reaches_the_workers_clocks(
+    make_cluster: Any, cms_data: Path
+) -> None:
+    # Read at every switch, no window is shared by two phases: the split's bound is 0.
+    from roastcoffea import RoastPlugin
+    from roastcoffea.instrument import phases
+
+    _, own = make_cluster(n_workers=1)
+    own.register_plugin(RoastPlugin(phase_cpu_interval=0))
+    intervals = own.run(lambda: phases._cpu_interval)
+    assert list(intervals.values()) == [0.0]
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
+    mc, _ = run(own, fileset, TrackedReader(), chunksize=10)
+    metrics = mc.get_metrics()
+    assert metrics["phase_tasks"] == 4
+    assert metrics["phase_cpu_split_bound_seconds"] == 0.0
+
+
+def test_the_workers_clocks_read_the_cpu_clock_every_millisecond_by_default(roast: Client) -> None:
+    from roastcoffea.instrument import phases
+
+    assert set(roast.run(lambda: phases._cpu_interval).values()) == {0.001}
+
+
 def test_uncompressed_output_has_no_output_phase(roast: Client, cms_data: Path) -> None:
     fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
     mc, _ = run(roast, fileset, Reader(), chunksize=40, compression=None)

@@ -54,14 +54,26 @@ def call_costs() -> tuple[float, float, float, float]:
     return _call_seconds
 
 
+#: Seconds between a task clock's CPU clock reads, unless the sink's owner says otherwise.
+CPU_INTERVAL: float = TaskPhases().cpu_interval
+
 #: Receives each finished task clock (set by the worker plugin); None: nobody listens.
 _sink: Callable[[TaskPhases], None] | None = None
+_cpu_interval = CPU_INTERVAL
 
 
-def set_sink(sink: Callable[[TaskPhases], None] | None) -> None:
-    """Send every finished task's clock to ``sink`` (None stops measuring new tasks)."""
-    global _sink
-    _sink = sink
+def set_sink(
+    sink: Callable[[TaskPhases], None] | None, *, cpu_interval: float = CPU_INTERVAL
+) -> None:
+    """Send every finished task's clock to ``sink`` (None stops measuring new tasks).
+
+    New task clocks read the thread's CPU clock at most every ``cpu_interval``
+    seconds (:class:`TaskPhases`); ValueError for a negative one.
+    """
+    global _sink, _cpu_interval
+    if not cpu_interval >= 0.0:
+        raise ValueError(f"cpu_interval must be a number >= 0, got {cpu_interval!r}")
+    _sink, _cpu_interval = sink, cpu_interval
 
 
 #: The clock of the task this thread runs, or None.
@@ -89,7 +101,7 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """
     if _sink is None or current() is not None:
         return func(*args, **kwargs)
-    task = TaskPhases()
+    task = TaskPhases(cpu_interval=_cpu_interval)
     _native.set_current_task(task)
     try:
         return func(*args, **kwargs)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -83,6 +84,24 @@ def check_interval(value: Any, name: str = "interval") -> float:
     return float(value)
 
 
+def check_phase_cpu_interval(value: Any) -> float:
+    """Seconds between the phase clock's CPU clock reads: a finite number >= 0.
+
+    Raises
+    ------
+    TypeError
+        For a value that is not a number.
+    ValueError
+        For a negative or infinite number.
+    """
+    name = "phase_cpu_interval"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not (0.0 <= value < math.inf):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 class RoastPlugin(SchedulerPlugin):
     """Collects task, worker and span metrics on the Dask scheduler.
 
@@ -110,6 +129,13 @@ class RoastPlugin(SchedulerPlugin):
         Default ``roastcoffea.prometheus`` (True); the label bounds are the
         settings ``roastcoffea.prometheus-max-prefixes`` and
         ``roastcoffea.prometheus-max-datasets``.
+    phase_cpu_interval : float, optional
+        Seconds between reads of a processor task's CPU clock by the phase
+        clock on the workers (always at a task's start and end, and around the
+        phases a thread waits in); between reads a window's CPU is split over
+        its phases by wall, the error bounded by ``phase_cpu_split_bound_seconds``.
+        0 reads it at every phase switch: exact per-phase CPU for about 0.3 ms
+        more per 100,000-event chunk. Default ``roastcoffea.phase-cpu-interval`` (1 ms).
 
     Notes
     -----
@@ -134,8 +160,12 @@ class RoastPlugin(SchedulerPlugin):
         series_cap_bytes: int | None = None,
         live: bool | None = None,
         prometheus: bool | None = None,
+        phase_cpu_interval: float | None = None,
     ) -> None:
         self.interval = check_interval(config.seconds("interval", interval))
+        self.phase_cpu_interval = check_phase_cpu_interval(
+            config.seconds("phase-cpu-interval", phase_cpu_interval)
+        )
         self.window = None if window is None else _integer("window", window, 1)
         ring_capacity = config.setting("ring-capacity", ring_capacity)
         self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
@@ -164,6 +194,7 @@ class RoastPlugin(SchedulerPlugin):
             "series_cap_bytes": self.series_cap_bytes,
             "live": self.live,
             "prometheus": self.prometheus,
+            "phase_cpu_interval": self.phase_cpu_interval,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -352,7 +383,13 @@ class RoastPlugin(SchedulerPlugin):
         What travels is a loader pickled by value (roastcoffea.plugin._loader),
         so a worker that cannot import roastcoffea still starts and computes.
         """
-        plugin = dumps_by_value({"interval": self.interval, "window": self.window})
+        plugin = dumps_by_value(
+            {
+                "interval": self.interval,
+                "window": self.window,
+                "phase_cpu_interval": self.phase_cpu_interval,
+            }
+        )
         try:
             replies = await register_worker_plugin(self.scheduler, plugin, PLUGIN_NAME)
         except Exception:

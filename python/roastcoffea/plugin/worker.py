@@ -180,14 +180,23 @@ class RoastWorkerPlugin(WorkerPlugin):
     window : int, optional
         Fixed number of payloads each payload covers; by default it follows the
         heartbeat period (:func:`auto_window`).
+    phase_cpu_interval : float
+        Seconds between the phase clock's reads of a task's CPU clock
+        (:class:`~roastcoffea.instrument.phases.TaskPhases`).
     """
 
     name = PLUGIN_NAME
     idempotent = True
 
-    def __init__(self, interval: float = 1.0, window: int | None = None) -> None:
+    def __init__(
+        self,
+        interval: float = 1.0,
+        window: int | None = None,
+        phase_cpu_interval: float = phases.CPU_INTERVAL,
+    ) -> None:
         self.interval = float(interval)
         self.window = window
+        self.phase_cpu_interval = float(phase_cpu_interval)
         self._tracker: Any = None
         self._worker: Any = None
         # Chunk and phase records of executing tasks: {key: [(record, source, own_bytes)]}.
@@ -221,7 +230,11 @@ class RoastWorkerPlugin(WorkerPlugin):
         self.phase_hooks_error: str | None = "not set up on a worker"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"interval": self.interval, "window": self.window}
+        return {
+            "interval": self.interval,
+            "window": self.window,
+            "phase_cpu_interval": self.phase_cpu_interval,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         RoastWorkerPlugin.__init__(self, **state)
@@ -241,7 +254,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             logger.debug("roastcoffea phase hooks not installed", exc_info=True)
         else:
             self.phase_hooks_error = None
-            phases.set_sink(digest_task_phases)
+            phases.set_sink(digest_task_phases, cpu_interval=self.phase_cpu_interval)
 
     def teardown(self, worker: Any) -> None:
         """Send the full state a last time, then remove what :meth:`setup` installed.
