@@ -14,19 +14,25 @@ virtual mode, ``events()``, the demo processor's ``process``), the cost of the p
    against the bare no-op when the hooks are installed), plus the
    worker plugin's end-of-task work (``digest_task_phases``: closing the sum and about
    thirty ``context_meter`` digests; outside a worker it sends no record), over the
-   chunk's time. This one does not drown in the machine's noise.
+   chunk's time. This one does not drown in the machine's noise;
+3. counted: the Python functions and C functions called from Python that the clock adds
+   to one chunk (``sys.setprofile`` over the chunk run without the clock, then with it,
+   warm), by function: the parts of the hooks the estimate leaves out (their Python
+   paths: ``Chunk.wait`` when it may be a read, ``TBasket.read_members``, the digests).
 
 The figures are medians over chunks and repeats; nothing is asserted.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import sys
 import time
 from pathlib import Path
 
 import uproot
-from common import median, parse_chunk_bench, phase_hooks, spread_table
+from common import median, parse_chunk_bench, phase_hooks, spread_table, table
 from workload import chunk_events
 
 from roastcoffea import _native
@@ -58,6 +64,94 @@ def clock_of(path: Path, start: int, stop: int) -> TaskPhases:
         phases.run_task(work, (path, start, stop), {})
     (task,) = finished
     return task
+
+
+def calls_of(path: Path, start: int, stop: int, measured: bool) -> collections.Counter:
+    """The Python and C calls of one chunk, by function, with the hooks installed and the
+    clock measuring or idle."""
+    calls: collections.Counter = collections.Counter()
+
+    def count(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            code = frame.f_code  # type: ignore[attr-defined]
+            calls[f"{Path(code.co_filename).name}:{code.co_name}"] += 1
+        elif event == "c_call":
+            calls[getattr(arg, "__qualname__", repr(arg))] += 1
+
+    with phase_hooks(lambda task: None):
+        if not measured:
+            phases.set_sink(None)
+        sys.setprofile(count)
+        try:
+            phases.run_task(work, (path, start, stop), {})
+        finally:
+            sys.setprofile(None)
+    return calls
+
+
+def added_calls(chunk: tuple[Path, int, int]) -> tuple[int, collections.Counter]:
+    """The calls of ``chunk`` without the clock and those the clock adds, by function
+    (after a warm run of each)."""
+    for measured in (False, True):
+        calls_of(*chunk, measured)
+    idle, measured = calls_of(*chunk, False), calls_of(*chunk, True)
+    measured.subtract(idle)
+    return sum(idle.values()), measured
+
+
+def python_paths_ns(loops: int) -> tuple[float, float, float]:
+    """What the hooks' Python paths add to the call they wrap, in ns, with a clock current:
+    uproot's ``Chunk.wait`` of a chunk whose bytes come from a source (a read), of one
+    whose bytes are in memory (a ``TrivialFuture``), and ``TBasket.read_members`` (the
+    basket log, on a stand-in basket with the TKey members it reads)."""
+    from concurrent.futures import Future
+
+    from uproot.source.chunk import Chunk
+    from uproot.source.cursor import Cursor
+    from uproot.source.futures import TrivialFuture
+
+    data = bytes(64)
+
+    def arrived() -> Future:
+        future: Future = Future()
+        future.set_result(data)
+        return future
+
+    class Basket:
+        def __init__(self) -> None:
+            self._members = {"fNbytes": 60, "fObjlen": 100, "fKeylen": 40}
+            self._file = None
+            self._cursor = Cursor(1000)
+
+        def read_members(self) -> None:
+            pass
+
+    def per_call(wait: object, make: object) -> float:
+        chunks = [Chunk(None, 0, len(data), make()) for _ in range(loops)]  # type: ignore[operator]
+        t0 = time.perf_counter_ns()
+        for chunk in chunks:
+            wait(chunk)  # type: ignore[operator]
+        return (time.perf_counter_ns() - t0) / loops
+
+    bare_wait, hooked_wait = Chunk.wait, _phase_hooks._wait(Chunk.wait)
+    basket, hooked_log = Basket(), _phase_hooks._basket(Basket.read_members)
+    task = TaskPhases()
+    _native.set_current_task(task)
+    try:
+        read = per_call(hooked_wait, arrived) - per_call(bare_wait, arrived)
+        memory = per_call(hooked_wait, lambda: TrivialFuture(data)) - per_call(
+            bare_wait, lambda: TrivialFuture(data)
+        )
+        t0 = time.perf_counter_ns()
+        for _ in range(loops):
+            Basket.read_members(basket)
+        t1 = time.perf_counter_ns()
+        for _ in range(loops):
+            hooked_log(basket)
+        logged = (time.perf_counter_ns() - t1 - (t1 - t0)) / loops
+    finally:
+        _native.set_current_task(None)
+    return read, memory, logged
 
 
 def us_per_task_end(loops: int) -> float:
@@ -123,6 +217,29 @@ def main(argv: list[str] | None = None) -> int:
         ("direct cost / chunk", direct, 5),
     ]
     print(spread_table(rows))
+    print()
+    idle, added = added_calls(ranges[0])
+    more = sum(added.values())
+    print(
+        f"calls in the first chunk: {idle:,} without the clock, {more:+,} with it "
+        f"({100 * more / idle:.2f}%); the clock's, by function:"
+    )
+    print(
+        table(
+            ["function", "calls"],
+            [[name, f"{n:+,}"] for name, n in added.most_common() if n][:16],
+        )
+    )
+    read_ns, memory_ns, basket_ns = python_paths_ns(20_000)
+    waits, reads = added["_phase_hooks.py:wait"], added["TaskPhases.enter"]
+    baskets = len(clocks[0].baskets)
+    paths_ms = (reads * read_ns + (waits - reads) * memory_ns + baskets * basket_ns) / 1e6
+    print(
+        f"\nthe hooks' Python paths, beyond the bare call: {read_ns:.0f} ns a wait that reads, "
+        f"{memory_ns:.0f} ns a wait of bytes in memory, {basket_ns:.0f} ns a basket logged; "
+        f"in the first chunk {waits} waits ({reads} reads) and {baskets} baskets: "
+        f"{paths_ms:.3f} ms, beside the direct cost's {cost_ms[0]:.3f} ms"
+    )
     return 0
 
 
