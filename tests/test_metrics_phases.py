@@ -177,7 +177,10 @@ def test_tables_show_the_phases_codecs_and_findings() -> None:
     m = measured()
     table = phases_table(m)
     assert [row[0].text for row in table.rows][:7] == list(WALL)
-    assert table.note.endswith("Each phase's CPU is exact to within 500.00 ms (CPU split by wall).")
+    assert table.note.endswith(
+        "Each phase's CPU is exact to within 500.00 ms (CPU split by wall;"
+        " the setting roastcoffea.phase-cpu-interval = 0 makes it exact)."
+    )
     assert codecs_table(m).rows[0][0].text == "LZMA"
     assert len(diagnosis_table(m).rows) == 3
     clock = [

@@ -354,7 +354,10 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
     note = f"{count(metrics.get('phase_tasks'))} task(s) measured; shares of their compute time."
     bound = metrics.get("phase_cpu_split_bound_seconds")
     if is_number(bound) and bound > 0:
-        note += f" Each phase's CPU is exact to within {format_time(bound)} (CPU split by wall)."
+        note += (
+            f" Each phase's CPU is exact to within {format_time(bound)} (CPU split by wall;"
+            " the setting roastcoffea.phase-cpu-interval = 0 makes it exact)."
+        )
     return TableData(PHASES_TITLE, columns, tuple(rows), note)
 
 
