@@ -1,7 +1,7 @@
 /* The phase clock's Python face: TaskPhases (one task's clock), PhaseHook
  * (a function wrapped to charge its time to a phase: plain, a codec's
- * decompression, a lookup that returns deferred work, or a wait guarded by
- * an attribute) and the clock of the task each thread runs.
+ * decompression, a lookup that returns deferred work, or uproot's wait for a
+ * chunk of bytes) and the clock of the task each thread runs.
  *
  * The hooks run hundreds of times per chunk inside the user's analysis, so
  * the common calls cost no Python frame: a PhaseHook finds the thread's
@@ -368,17 +368,18 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
  * phase; a codec hook also adds the call to its codec's totals; a deferring
  * hook only passes its call on and returns a result of type defer (work the
  * caller runs later, a virtual column's generator) as a plain hook; a
- * guarding hook passes on a call with nothing to wait for (its first
- * argument's ready attribute set) and hands any other to timed, a Python
- * hook that looks closer. */
+ * chunk-wait hook is uproot's Chunk.wait: it times only a wait for bytes
+ * from the source (chunk_reads) and adds them to the task's read_bytes; a
+ * basket hook is uproot's TBasket.read_members, passed on (it has no phase)
+ * and the TKey sizes uproot has just parsed logged in the task's baskets. */
 typedef struct {
     PyObject *func;
-    int phase;
+    int phase;           /* -1 for a basket hook */
     bool opaque;
     int codec;           /* a codec hook's ROAST codec, else -1 */
     PyTypeObject *defer; /* a deferring hook's result type */
-    PyObject *ready;     /* a guarding hook's attribute name */
-    PyObject *timed;     /* and the hook it hands the other calls to */
+    PyTypeObject *chunk; /* a chunk-wait hook's in-memory future type (uproot's TrivialFuture) */
+    bool basket;
 } hook_spec;
 
 typedef struct {
@@ -476,35 +477,137 @@ static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf
     return hooked;
 }
 
-/* Whether the call's first argument has its ready attribute set. */
-static bool call_ready(PhaseHook *hook, PyObject *const *args, size_t nargsf)
+/* The uproot attributes the chunk-wait and basket hooks read (interned at module init). */
+static PyObject *str_raw_data, *str_future, *str_is_memmap, *str_start, *str_stop, *str_members,
+    *str_file, *str_cursor, *str_index, *str_fNbytes, *str_fObjlen, *str_fKeylen;
+static PyObject **const uproot_strs[] = {
+    &str_raw_data, &str_future,  &str_is_memmap, &str_start,   &str_stop,    &str_members,
+    &str_file,     &str_cursor,  &str_index,     &str_fNbytes, &str_fObjlen, &str_fKeylen,
+};
+static const char *const uproot_names[] = {
+    "_raw_data", "_future", "_is_memmap", "_start",  "_stop",   "_members",
+    "_file",     "_cursor", "_index",     "fNbytes", "fObjlen", "fKeylen",
+};
+#define UPROOT_NAMES (sizeof uproot_names / sizeof *uproot_names)
+
+/* Whether waiting for chunk waits for bytes from the source: its bytes are not
+ * loaded yet (_raw_data None) and its future is not an in-memory one, unless
+ * the chunk is memory-mapped (its bytes then arrive by page faults: a read).
+ * An object without these attributes is timed: it may be a read. */
+static bool chunk_reads(PhaseHook *hook, TaskPhases *task, PyObject *chunk)
 {
-    if (PyVectorcall_NARGS(nargsf) < 1)
-        return false;
-    PyObject *value = PyObject_GetAttr(args[0], hook->spec.ready);
-    if (!value) { /* the timed hook looks closer */
+    PyObject *raw = PyObject_GetAttr(chunk, str_raw_data);
+    if (!raw)
         PyErr_Clear();
+    bool loaded = raw && raw != Py_None;
+    Py_XDECREF(raw);
+    if (loaded)
+        return false;
+    PyObject *future = PyObject_GetAttr(chunk, str_future);
+    if (!future) {
+        PyErr_Clear();
+        return true;
+    }
+    bool in_memory = PyObject_TypeCheck(future, hook->spec.chunk);
+    Py_DECREF(future);
+    if (!in_memory)
+        return true;
+    PyObject *memmap = PyObject_GetAttr(chunk, str_is_memmap);
+    int mapped = memmap ? PyObject_IsTrue(memmap) : -1;
+    Py_XDECREF(memmap);
+    if (mapped < 0) { /* a clock error, not a read */
+        PyErr_Clear();
+        task->errors++;
         return false;
     }
-    Py_DECREF(value);
-    return value != Py_None;
+    return mapped;
 }
 
-static PyObject *guard_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* chunk's _stop - _start, its compressed bytes; -1 (an error counted) if unreadable. */
+static long long chunk_bytes(TaskPhases *task, PyObject *chunk)
+{
+    PyObject *start = PyObject_GetAttr(chunk, str_start);
+    PyObject *stop = start ? PyObject_GetAttr(chunk, str_stop) : NULL;
+    long long bytes = stop ? PyLong_AsLongLong(stop) - PyLong_AsLongLong(start) : -1;
+    Py_XDECREF(start);
+    Py_XDECREF(stop);
+    if (PyErr_Occurred() || bytes < 0) {
+        PyErr_Clear();
+        task->errors++;
+        return -1;
+    }
+    return bytes;
+}
+
+static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PhaseHook *hook = (PhaseHook *)self;
     TaskPhases *task = thread_task;
-    if (!task || task->clock.opaque || call_ready(hook, args, nargsf))
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1 ||
+        !chunk_reads(hook, task, args[0]))
         return hook_pass(hook, task, args, nargsf, kwnames);
-    return PyObject_Vectorcall(hook->spec.timed, args, nargsf, kwnames);
+    Py_INCREF(task);
+    task_enter(task, hook->spec.phase, hook->spec.opaque);
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+    task_leave(task, -1);
+    if (result) { /* a failed wait read nothing we can count */
+        long long bytes = chunk_bytes(task, args[0]);
+        if (bytes > 0)
+            task->read_bytes += bytes;
+    }
+    Py_DECREF(task);
+    return result;
+}
+
+/* Appends (file, seek, fNbytes, fObjlen + fKeylen) of the basket uproot has
+ * just parsed to the task's baskets: the chunk's byte accounting takes the
+ * sizes from there instead of reading the TKey again. */
+static int log_basket(TaskPhases *task, PyObject *basket)
+{
+    PyObject *members = PyObject_GetAttr(basket, str_members);
+    PyObject *file = members ? PyObject_GetAttr(basket, str_file) : NULL;
+    PyObject *cursor = file ? PyObject_GetAttr(basket, str_cursor) : NULL;
+    PyObject *seek = cursor ? PyObject_GetAttr(cursor, str_index) : NULL;
+    PyObject *nbytes = seek ? PyObject_GetItem(members, str_fNbytes) : NULL;
+    PyObject *objlen = nbytes ? PyObject_GetItem(members, str_fObjlen) : NULL;
+    PyObject *keylen = objlen ? PyObject_GetItem(members, str_fKeylen) : NULL;
+    PyObject *size = keylen ? PyNumber_Add(objlen, keylen) : NULL;
+    PyObject *entry = size ? PyTuple_Pack(4, file, seek, nbytes, size) : NULL;
+    int rc = entry ? PyList_Append(task->baskets, entry) : -1;
+    Py_XDECREF(entry);
+    Py_XDECREF(size);
+    Py_XDECREF(keylen);
+    Py_XDECREF(objlen);
+    Py_XDECREF(nbytes);
+    Py_XDECREF(seek);
+    Py_XDECREF(cursor);
+    Py_XDECREF(file);
+    Py_XDECREF(members);
+    return rc;
+}
+
+static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+    TaskPhases *task = thread_task;
+    if (!task || !result || PyVectorcall_NARGS(nargsf) < 1)
+        return result;
+    if (log_basket(task, args[0]) < 0) { /* unlogged: the accounting reads its TKey */
+        PyErr_Clear();
+        task->errors++;
+    }
+    return result;
 }
 
 static vectorcallfunc call_of(const hook_spec *spec)
 {
     if (spec->defer)
         return defer_call;
-    if (spec->ready)
-        return guard_call;
+    if (spec->chunk)
+        return wait_call;
+    if (spec->basket)
+        return basket_call;
     return spec->codec >= 0 ? codec_call : hook_call;
 }
 
@@ -516,43 +619,46 @@ static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
     hook->spec = *spec;
     Py_INCREF(spec->func);
     Py_XINCREF(spec->defer);
-    Py_XINCREF(spec->ready);
-    Py_XINCREF(spec->timed);
+    Py_XINCREF(spec->chunk);
     hook->vectorcall = call_of(spec);
     return (PyObject *)hook;
 }
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"func", "phase", "opaque", "codec", "defer", "ready", "timed", NULL};
-    PyObject *name, *codec = Py_None, *defer = Py_None, *ready = Py_None, *timed = Py_None;
+    static char *kwlist[] = {"func",  "phase", "opaque", "codec",
+                             "defer", "chunk", "basket", NULL};
+    PyObject *name, *codec = Py_None, *defer = Py_None, *chunk = Py_None;
     hook_spec spec = {.codec = -1};
-    int opaque = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOO:PhaseHook", kwlist, &spec.func, &name,
-                                     &opaque, &codec, &defer, &ready, &timed))
+    int opaque = 0, basket = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOp:PhaseHook", kwlist, &spec.func, &name,
+                                     &opaque, &codec, &defer, &chunk, &basket))
         return NULL;
-    int kinds = (codec != Py_None) + (defer != Py_None) + (ready != Py_None);
-    if (kinds > 1 || (ready == Py_None) != (timed == Py_None)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "one of codec, defer and ready (with timed) at most, ready and timed together");
+    if ((codec != Py_None) + (defer != Py_None) + (chunk != Py_None) + basket > 1) {
+        PyErr_SetString(PyExc_TypeError, "one of codec, defer, chunk and basket at most");
         return NULL;
     }
-    if (!PyCallable_Check(spec.func) || (timed != Py_None && !PyCallable_Check(timed))) {
-        PyErr_SetString(PyExc_TypeError, "func and timed must be callable");
+    if (basket != (name == Py_None) || (basket && opaque)) {
+        PyErr_SetString(PyExc_TypeError, "a basket hook, and only it, has no phase (None)");
         return NULL;
     }
-    if ((defer != Py_None && !PyType_Check(defer)) || (ready != Py_None && !PyUnicode_Check(ready))) {
-        PyErr_SetString(PyExc_TypeError, "defer must be a type, ready an attribute name");
+    if (!PyCallable_Check(spec.func)) {
+        PyErr_SetString(PyExc_TypeError, "func must be callable");
         return NULL;
     }
-    if ((spec.phase = phase_index(name)) < 0)
+    if ((defer != Py_None && !PyType_Check(defer)) || (chunk != Py_None && !PyType_Check(chunk))) {
+        PyErr_SetString(PyExc_TypeError, "defer and chunk must be types");
+        return NULL;
+    }
+    spec.phase = -1;
+    if (!basket && (spec.phase = phase_index(name)) < 0)
         return NULL;
     if (codec != Py_None && (spec.codec = name_index(codec, codec_strs, ROAST_CODEC_COUNT, "codec")) < 0)
         return NULL;
     spec.opaque = opaque;
     spec.defer = defer == Py_None ? NULL : (PyTypeObject *)defer;
-    spec.ready = ready == Py_None ? NULL : ready;
-    spec.timed = timed == Py_None ? NULL : timed;
+    spec.chunk = chunk == Py_None ? NULL : (PyTypeObject *)chunk;
+    spec.basket = basket;
     return hook_alloc(type, &spec);
 }
 
@@ -560,7 +666,7 @@ static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
 {
     Py_VISIT(hook->spec.func);
     Py_VISIT(hook->spec.defer);
-    Py_VISIT(hook->spec.timed);
+    Py_VISIT(hook->spec.chunk);
     return 0;
 }
 
@@ -568,8 +674,7 @@ static int hook_clear(PhaseHook *hook)
 {
     Py_CLEAR(hook->spec.func);
     Py_CLEAR(hook->spec.defer);
-    Py_CLEAR(hook->spec.ready);
-    Py_CLEAR(hook->spec.timed);
+    Py_CLEAR(hook->spec.chunk);
     return 0;
 }
 
@@ -597,7 +702,7 @@ static PyObject *hook_get_attr_of_func(PhaseHook *hook, void *name)
 static PyObject *hook_get_phase(PhaseHook *hook, void *closure)
 {
     (void)closure;
-    return Py_NewRef(phase_strs[hook->spec.phase]);
+    return Py_NewRef(hook->spec.phase >= 0 ? phase_strs[hook->spec.phase] : Py_None);
 }
 
 static PyObject *hook_get_codec(PhaseHook *hook, void *closure)
@@ -615,7 +720,8 @@ static PyObject *hook_repr(PhaseHook *hook)
 {
     const hook_spec *spec = &hook->spec;
     const char *codec = spec->codec >= 0 ? codec_names[spec->codec] : NULL;
-    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>", phase_names[spec->phase],
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>",
+                                spec->basket ? "basket log" : phase_names[spec->phase],
                                 spec->opaque ? " (opaque)" : "", codec ? " codec " : "",
                                 codec ? codec : "", spec->func);
 }
@@ -625,11 +731,12 @@ static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
     const hook_spec *spec = &hook->spec;
-    return Py_BuildValue("O(OOOOOOO)", Py_TYPE(hook), spec->func, phase_strs[spec->phase],
+    return Py_BuildValue("O(OOOOOOO)", Py_TYPE(hook), spec->func,
+                         spec->phase >= 0 ? phase_strs[spec->phase] : Py_None,
                          spec->opaque ? Py_True : Py_False,
                          spec->codec >= 0 ? codec_strs[spec->codec] : Py_None,
-                         or_none((PyObject *)spec->defer), or_none(spec->ready),
-                         or_none(spec->timed));
+                         or_none((PyObject *)spec->defer), or_none((PyObject *)spec->chunk),
+                         spec->basket ? Py_True : Py_False);
 }
 
 static PyMethodDef hook_methods[] = {
@@ -640,7 +747,8 @@ static PyMethodDef hook_methods[] = {
 static PyGetSetDef hook_getset[] = {
     {"__name__", (getter)hook_get_attr_of_func, NULL, NULL, "__name__"},
     {"__qualname__", (getter)hook_get_attr_of_func, NULL, NULL, "__qualname__"},
-    {"phase", (getter)hook_get_phase, NULL, "The phase its calls are charged to.", NULL},
+    {"phase", (getter)hook_get_phase, NULL,
+     "The phase its calls are charged to (None for a basket hook).", NULL},
     {"codec", (getter)hook_get_codec, NULL, "The codec whose totals its calls add to, or None.",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -650,10 +758,10 @@ static PyMemberDef hook_members[] = {
     {"__wrapped__", T_OBJECT_EX, offsetof(PhaseHook, spec.func), READONLY, "The wrapped function."},
     {"defer", T_OBJECT, offsetof(PhaseHook, spec.defer), READONLY,
      "The type of result it returns hooked (its call itself passed on), or None."},
-    {"ready", T_OBJECT, offsetof(PhaseHook, spec.ready), READONLY,
-     "The attribute of the first argument that, set, leaves nothing to wait for, or None."},
-    {"timed", T_OBJECT, offsetof(PhaseHook, spec.timed), READONLY,
-     "The hook a call that is not ready goes to, or None."},
+    {"chunk", T_OBJECT, offsetof(PhaseHook, spec.chunk), READONLY,
+     "A chunk-wait hook's in-memory future type (uproot's TrivialFuture), or None."},
+    {"basket", T_BOOL, offsetof(PhaseHook, spec.basket), READONLY,
+     "Whether it is a basket hook (uproot's TBasket.read_members: the TKey sizes logged)."},
     {"opaque", T_BOOL, offsetof(PhaseHook, spec.opaque), READONLY,
      "Whether the phase is opaque: hooked calls inside it charge nothing of their own."},
     {NULL, 0, 0, 0, NULL},
@@ -665,13 +773,17 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_basicsize = sizeof(PhaseHook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None, ready=None, "
-              "timed=None)\n\nfunc, its time charged to phase when the calling thread runs a "
-              "measured task.\nWith codec (one of CODECS), func is a codec's decompress(data, ...): "
-              "each call's stretch, len(data) and len(result) are added to the task's codecs.\nWith "
-              "defer (a type), the call is passed on and a result of that type is returned as a "
-              "PhaseHook of phase.\nWith ready (an attribute name) and timed (a hook), a call whose "
-              "first argument has ready set is passed on to func, any other goes to timed.",
+    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None, chunk=None, "
+              "basket=False)\n\n"
+              "func, its time charged to phase when the calling thread runs a measured task.\nWith "
+              "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
+              "len(data) and len(result) are added to the task's codecs.\nWith defer (a type), the "
+              "call is passed on and a result of that type is returned as a PhaseHook of phase.\n"
+              "With chunk (uproot's TrivialFuture), func is uproot's Chunk.wait: only a wait for "
+              "bytes from the source is timed (_raw_data None, and _future not a chunk instance "
+              "unless _is_memmap), and its _stop - _start added to the task's read_bytes.\nWith "
+              "basket (phase None), func is uproot's TBasket.read_members: the call is passed "
+              "on and (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's baskets.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,
@@ -708,6 +820,9 @@ static int add_names(PyObject *module, const char *attribute, const char *const 
 
 int roastpy_phases_init(PyObject *module)
 {
+    for (size_t i = 0; i < UPROOT_NAMES; i++)
+        if (!*uproot_strs[i] && !(*uproot_strs[i] = PyUnicode_InternFromString(uproot_names[i])))
+            return -1;
     if (add_names(module, "PHASES", phase_names, phase_strs, ROAST_PHASE_COUNT) < 0)
         return -1;
     return add_names(module, "CODECS", codec_names, codec_strs, ROAST_CODEC_COUNT);
@@ -719,4 +834,6 @@ void roastpy_phases_free(void)
         Py_CLEAR(phase_strs[i]);
     for (int i = 0; i < ROAST_CODEC_COUNT; i++)
         Py_CLEAR(codec_strs[i]);
+    for (size_t i = 0; i < UPROOT_NAMES; i++)
+        Py_CLEAR(*uproot_strs[i]);
 }

@@ -6,6 +6,7 @@ import functools
 import pickle
 import re
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -289,6 +290,19 @@ def test_a_task_logs_the_tkey_sizes_of_the_baskets_it_parses(
     assert TaskPhases().baskets == []
 
 
+def test_a_basket_that_cannot_be_logged_is_counted_and_parsed(
+    finished: list[TaskPhases],
+) -> None:
+    class Basket:  # an uproot that keeps its TKey elsewhere
+        def read_members(self) -> str:
+            return "parsed"
+
+    hooked = _native.PhaseHook(Basket.read_members, None, basket=True)
+    assert phases.run_task(hooked, (Basket(),), {}) == "parsed"
+    (task,) = finished
+    assert (task.baskets, task.errors) == ([], 1)
+
+
 def test_the_cost_of_a_hooked_call_is_measured_once() -> None:
     first = _phase_hooks.calibrate()
     assert all(0 < cost < 1e-3 for cost in first)
@@ -317,13 +331,13 @@ def test_phase_names_are_the_documented_ones() -> None:
 
 
 def test_a_failing_hook_is_counted_and_the_read_goes_on(finished: list[TaskPhases]) -> None:
-    class Odd(uproot.source.chunk.Chunk):
-        @property
-        def is_memmap(self) -> bool:
+    class Unknowable:
+        def __bool__(self) -> bool:
             raise RuntimeError("an uproot this hook does not know")
 
     data = numpy.frombuffer(b"abc", dtype=numpy.uint8)
-    chunk = Odd(None, 0, 3, uproot.source.futures.TrivialFuture(data))
+    chunk = uproot.source.chunk.Chunk(None, 0, 3, uproot.source.futures.TrivialFuture(data))
+    chunk._is_memmap = Unknowable()
     before = instrumentation_counters()["instrument_errors"]
     assert phases.run_task(lambda: bytes(chunk.raw_data), (), {}) == b"abc"
     assert instrumentation_counters()["instrument_errors"] == before + 1
@@ -391,51 +405,66 @@ def test_a_deferring_hook_hands_back_its_result_hooked(finished: list[TaskPhases
     assert isinstance(hooked("virtual_eta"), functools.partial)  # outside a task: unhooked
 
 
-def test_a_guarding_hook_passes_on_what_has_nothing_to_wait_for(
+def test_a_chunk_wait_hook_times_only_waits_for_the_source(
     finished: list[TaskPhases],
 ) -> None:
-    class Chunk:
-        def __init__(self, data: bytes | None) -> None:
-            self._raw_data = data
+    from concurrent.futures import Future
 
-        def wait(self) -> str:
-            return "waited"
+    from uproot.source.chunk import Chunk
+    from uproot.source.futures import TrivialFuture
 
-    looked_at: list[object] = []
+    def arriving(data: bytes) -> Future:
+        future: Future = Future()
+        future.set_result(data)
+        return future
 
-    def timed(chunk: object) -> str:
-        looked_at.append(chunk)
-        return "timed"
+    hooked = vars(Chunk)["wait"]  # installed by the fixture
+    assert isinstance(hooked, _native.PhaseHook) and hooked.chunk is TrivialFuture
+    sourced = Chunk(None, 100, 130, arriving(bytes(30)))  # bytes from the source: a read
+    mapped = Chunk(None, 0, 7, TrivialFuture(bytes(7)), is_memmap=True)  # page faults: a read
+    in_memory = Chunk(None, 0, 5, TrivialFuture(bytes(5)))  # a decompressed basket: none
+    source = types.SimpleNamespace(file_path="short.root")
+    broken = Chunk(source, 0, 4, arriving(b"ab"))  # too short: uproot raises, nothing counted
+    outside = Chunk(None, 0, 3, arriving(bytes(3)))
+    outside.wait()  # outside a task: only the call
+    assert len(outside.raw_data) == 3
 
-    hooked = _native.PhaseHook(Chunk.wait, "read", ready="_raw_data", timed=timed)
-    loaded, pending, other = Chunk(b"abc"), Chunk(None), object()
-    assert hooked(pending) == "waited"  # outside a task: only the call
-    got = phases.run_task(lambda: [hooked(loaded), hooked(pending), hooked(other)], (), {})
-    assert got == ["waited", "timed", "timed"]  # no such attribute: the timed hook looks
-    assert looked_at == [pending, other]
-    assert (finished[0].passed, finished[0].switches) == (1, 0)
+    def waits() -> None:
+        for chunk in (sourced, mapped, in_memory, sourced):  # the second wait: loaded
+            chunk.wait()
+        with pytest.raises(OSError, match="expected Chunk of length 4"):
+            broken.wait()
+
+    phases.run_task(waits, (), {})
+    (task,) = finished
+    assert task.read_bytes == 30 + 7
+    assert (task.switches, task.passed, task.errors) == (3, 2, 0)
+    assert len(sourced.raw_data) == 30 and len(in_memory.raw_data) == 5
 
 
 def test_hook_kinds_are_checked_and_pickle() -> None:
     with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
         _native.PhaseHook(len, "decompress", codec="GZIP")
-    with pytest.raises(TypeError, match="defer must be a type"):
+    with pytest.raises(TypeError, match="defer and chunk must be types"):
         _native.PhaseHook(len, "interpret", defer=3)
-    with pytest.raises(TypeError, match="one of codec, defer and ready"):
+    with pytest.raises(TypeError, match="one of codec, defer, chunk and basket"):
         _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
-    with pytest.raises(TypeError, match="ready and timed together"):
-        _native.PhaseHook(len, "read", ready="_raw_data")
-    with pytest.raises(TypeError, match="ready an attribute name"):
-        _native.PhaseHook(len, "read", ready=3, timed=print)
+    with pytest.raises(TypeError, match="only it, has no phase"):
+        _native.PhaseHook(len, "interpret", basket=True)
+    with pytest.raises(TypeError, match="only it, has no phase"):
+        _native.PhaseHook(len, None)
+    with pytest.raises(TypeError, match="defer and chunk must be types"):
+        _native.PhaseHook(len, "read", chunk="TrivialFuture")
     with pytest.raises(TypeError, match="must be callable"):
-        _native.PhaseHook(len, "read", ready="_raw_data", timed=3)
+        _native.PhaseHook(3, "read")
     for hook in (
         _native.PhaseHook(len, "decompress", codec="ZSTD"),
         _native.PhaseHook(len, "interpret", defer=functools.partial),
-        _native.PhaseHook(len, "read", ready="_raw_data", timed=print),
+        _native.PhaseHook(len, "read", chunk=int),
+        _native.PhaseHook(len, None, basket=True),
     ):
         copy = pickle.loads(pickle.dumps(hook))
-        kind = ("phase", "codec", "defer", "ready", "timed")
+        kind = ("phase", "codec", "defer", "chunk", "basket")
         assert [getattr(copy, k) for k in kind] == [getattr(hook, k) for k in kind]
 
 

@@ -144,26 +144,29 @@ class PhaseHook:
 
     With ``codec``, ``func`` is a codec's ``decompress(data, ...)`` whose calls add to the
     task's ``codecs``; with ``defer``, the call is passed on and a result of that type is
-    returned as a ``PhaseHook`` of ``phase``; with ``ready`` and ``timed``, a call whose first
-    argument has the attribute ``ready`` set is passed on, any other goes to ``timed``.
+    returned as a ``PhaseHook`` of ``phase``; with ``chunk`` (uproot's ``TrivialFuture``),
+    ``func`` is uproot's ``Chunk.wait``: only a wait for bytes from the source is timed, and
+    its bytes are added to the task's ``read_bytes``; with ``basket`` (``phase`` None),
+    ``func`` is uproot's ``TBasket.read_members``: the call is passed on and the basket's
+    (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's ``baskets``.
     """
 
     def __init__(
         self,
         func: Any,
-        phase: str,
+        phase: str | None,
         opaque: bool = False,
         codec: str | None = None,
         defer: type | None = None,
-        ready: str | None = None,
-        timed: Any = None,
+        chunk: type | None = None,
+        basket: bool = False,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
     @property
     def __wrapped__(self) -> Any: ...
     @property
-    def phase(self) -> str: ...
+    def phase(self) -> str | None: ...
     @property
     def opaque(self) -> bool: ...
     @property
@@ -171,9 +174,9 @@ class PhaseHook:
     @property
     def defer(self) -> type | None: ...
     @property
-    def ready(self) -> str | None: ...
+    def chunk(self) -> type | None: ...
     @property
-    def timed(self) -> Any: ...
+    def basket(self) -> bool: ...
 
 def current_task() -> TaskPhases | None:
     """The clock of the task this thread runs."""

@@ -3,11 +3,13 @@
 Each hook wraps one function or method in the worker process; it measures
 only while the calling thread runs a measured task (see
 :func:`roastcoffea.instrument.phases.run_task`), and otherwise costs one
-thread-local lookup. The hooks that charge a call to a phase, total a codec's
-bytes, hand back a virtual column's generator hooked or pass on a wait for
-bytes already in memory are native :class:`~roastcoffea._native.PhaseHook` s
-(no Python frame); what looks further into its arguments (a wait that may
-be a read, ``events()``, the task) is Python around the same clock.
+thread-local lookup. The hooks that run many times per chunk are native
+:class:`~roastcoffea._native.PhaseHook` s (no Python frame, few memory lines
+touched: they run between the analysis's array work, with the caches cold):
+those that charge a call to a phase, total a codec's bytes, hand back a
+virtual column's generator hooked, time uproot's waits for bytes from the
+source or log the baskets uproot parses. ``events()``, the work function,
+the output's compression and the task are Python around the same clock.
 :func:`install` and :func:`uninstall` are reference counted, so several worker
 plugins in one process share one set of hooks.
 
@@ -95,39 +97,14 @@ def _column(func: Callable[..., Any]) -> PhaseHook:
 def _wait(func: Callable[..., Any]) -> PhaseHook:
     """uproot ``Chunk.wait``: the first wait of a chunk of the file is the wait for its bytes.
 
-    Most waits are of bytes already in memory (``_raw_data`` set): the native guard passes
-    them on and hands the rest to the Python hook here. Of those, chunks that wrap bytes
-    already in memory (a decompressed basket, a copy of a memory-mapped chunk) have a
-    ``TrivialFuture`` and are not reads; chunks of a memory-mapped file have one too, but are.
+    Most waits are of bytes already in memory (``_raw_data`` set), and chunks that wrap
+    bytes already in memory (a decompressed basket, a copy of a memory-mapped chunk) have a
+    ``TrivialFuture`` and are not reads either; chunks of a memory-mapped file have one too,
+    but are. The native chunk-wait hook tells them apart and counts a read's bytes.
     """
     from uproot.source.futures import TrivialFuture
 
-    @functools.wraps(func)
-    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        task = _current()
-        if task is None:
-            return func(self, *args, **kwargs)
-        try:  # inline, no helper frames: about 50 calls per 100,000-event chunk
-            read = not isinstance(getattr(self, "_future", None), TrivialFuture) or bool(
-                self.is_memmap
-            )
-        except Exception as exc:
-            COUNTERS.add("instrument_errors", exc)
-            read = False
-        if not read:
-            task.passed += 1
-            return func(self, *args, **kwargs)
-        task.enter("read")
-        try:
-            return func(self, *args, **kwargs)
-        finally:
-            task.leave()
-            try:
-                task.read_bytes += self.stop - self.start
-            except Exception as exc:
-                COUNTERS.add("instrument_errors", exc)
-
-    return PhaseHook(func, "read", ready="_raw_data", timed=wait)
+    return PhaseHook(func, "read", chunk=TrivialFuture)
 
 
 class _ReadQueue(queue.Queue):
@@ -153,28 +130,14 @@ def _codec(name: str) -> Wrapper:
     return lambda func: PhaseHook(func, "decompress", codec=name)
 
 
-def _basket(func: Callable[..., Any]) -> Callable[..., Any]:
+def _basket(func: Callable[..., Any]) -> PhaseHook:
     """uproot ``Model_TBasket.read_members``: the sizes in the TKey of each basket the task parses.
 
     The chunk's byte accounting needs each basket's fObjlen + fKeylen; uproot has just
-    parsed them from the bytes it read, so the task keeps them (``TaskPhases.baskets``)
-    and no header is read again.
+    parsed them from the bytes it read, so the native basket hook keeps them in the task
+    (``TaskPhases.baskets``) and no header is read again.
     """
-
-    @functools.wraps(func)
-    def read_members(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = func(self, *args, **kwargs)
-        task = _current()
-        if task is not None:
-            try:  # inline: this runs for every basket
-                members = self._members
-                size = members["fObjlen"] + members["fKeylen"]
-                task.baskets.append((self._file, self._cursor.index, members["fNbytes"], size))
-            except Exception as exc:
-                COUNTERS.add("instrument_errors", exc)
-        return result
-
-    return read_members
+    return PhaseHook(func, None, basket=True)
 
 
 def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
