@@ -17,8 +17,11 @@ virtual mode, ``events()``, the demo processor's ``process``), the cost of the p
    chunk's time. This one does not drown in the machine's noise;
 3. counted: the Python functions and C functions called from Python that the clock adds
    to one chunk (``sys.setprofile`` over the chunk run without the clock, then with it,
-   warm), by function: the parts of the hooks the estimate leaves out (their Python
-   paths: ``Chunk.wait`` when it may be a read, ``TBasket.read_members``, the digests).
+   warm), by function: what of the clock is not native;
+4. each kind of hooked call warm (in a loop, as the estimate's calibration times it) and
+   cold (an 8 MiB array touched between calls, as a chunk's array work leaves the caches):
+   a switch with and without a read of the CPU clock, uproot's ``Chunk.wait`` for bytes
+   from the source and for bytes in memory (real uproot chunks), the basket log.
 
 The figures are medians over chunks and repeats; nothing is asserted.
 """
@@ -99,17 +102,19 @@ def added_calls(chunk: tuple[Path, int, int]) -> tuple[int, collections.Counter]
     return sum(idle.values()), measured
 
 
-def python_paths_ns(loops: int) -> tuple[float, float, float]:
-    """What the hooks' Python paths add to the call they wrap, in ns, with a clock current:
-    uproot's ``Chunk.wait`` of a chunk whose bytes come from a source (a read), of one
-    whose bytes are in memory (a ``TrivialFuture``), and ``TBasket.read_members`` (the
-    basket log, on a stand-in basket with the TKey members it reads)."""
+def hook_costs_ns(loops: int) -> list[tuple[str, float, float]]:
+    """What each kind of hooked call adds to the call it wraps, in ns, with a clock current:
+    (kind, warm, cold). Warm: called in a loop; cold: with an 8 MiB array touched between
+    calls, as a chunk's array work leaves the caches. Each against the same call unhooked."""
     from concurrent.futures import Future
 
+    import numpy
     from uproot.source.chunk import Chunk
     from uproot.source.cursor import Cursor
     from uproot.source.futures import TrivialFuture
 
+    lines = numpy.zeros(1 << 20)  # 8 MiB
+    every_line = numpy.arange(0, lines.size, 8)
     data = bytes(64)
 
     def arrived() -> Future:
@@ -126,32 +131,59 @@ def python_paths_ns(loops: int) -> tuple[float, float, float]:
         def read_members(self) -> None:
             pass
 
-    def per_call(wait: object, make: object) -> float:
-        chunks = [Chunk(None, 0, len(data), make()) for _ in range(loops)]  # type: ignore[operator]
-        t0 = time.perf_counter_ns()
-        for chunk in chunks:
-            wait(chunk)  # type: ignore[operator]
-        return (time.perf_counter_ns() - t0) / loops
+    def noop(_: object) -> None:
+        pass
 
-    bare_wait, hooked_wait = Chunk.wait, _phase_hooks._wait(Chunk.wait)
-    basket, hooked_log = Basket(), _phase_hooks._basket(Basket.read_members)
-    task = TaskPhases()
-    _native.set_current_task(task)
-    try:
-        read = per_call(hooked_wait, arrived) - per_call(bare_wait, arrived)
-        memory = per_call(hooked_wait, lambda: TrivialFuture(data)) - per_call(
-            bare_wait, lambda: TrivialFuture(data)
-        )
-        t0 = time.perf_counter_ns()
-        for _ in range(loops):
-            Basket.read_members(basket)
-        t1 = time.perf_counter_ns()
-        for _ in range(loops):
-            hooked_log(basket)
-        logged = (time.perf_counter_ns() - t1 - (t1 - t0)) / loops
-    finally:
-        _native.set_current_task(None)
-    return read, memory, logged
+    def per_call(call: object, arguments: list, cold: bool) -> float:
+        total = 0
+        for argument in arguments:
+            if cold:
+                lines[every_line] += 1.0
+            t0 = time.perf_counter_ns()
+            call(argument)  # type: ignore[operator]
+            total += time.perf_counter_ns() - t0
+        return total / len(arguments)
+
+    kinds = [  # (kind, bare call, hooked call, argument maker, the clock's cpu_interval)
+        ("switch", noop, PhaseHook(noop, "interpret"), object, float("inf")),
+        ("switch reading the CPU clock", noop, PhaseHook(noop, "interpret"), object, 0.0),
+        (
+            "wait for the source",
+            Chunk.wait,
+            _phase_hooks._wait(Chunk.wait),
+            lambda: Chunk(None, 0, len(data), arrived()),
+            float("inf"),
+        ),
+        (
+            "wait, bytes in memory",
+            Chunk.wait,
+            _phase_hooks._wait(Chunk.wait),
+            lambda: Chunk(None, 0, len(data), TrivialFuture(data)),
+            float("inf"),
+        ),
+        (
+            "basket logged",
+            Basket.read_members,
+            _phase_hooks._basket(Basket.read_members),
+            Basket,
+            float("inf"),
+        ),
+    ]
+    costs = []
+    for kind, bare, hooked, make, cpu_interval in kinds:
+        cost = []
+        for cold in (False, True):
+            rounds = []
+            for _ in range(5):
+                unhooked = per_call(bare, [make() for _ in range(loops)], cold)
+                _native.set_current_task(TaskPhases(cpu_interval=cpu_interval))
+                try:
+                    rounds.append(per_call(hooked, [make() for _ in range(loops)], cold) - unhooked)
+                finally:
+                    _native.set_current_task(None)
+            cost.append(median(rounds))
+        costs.append((kind, *cost))
+    return costs
 
 
 def us_per_task_end(loops: int) -> float:
@@ -230,16 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             [[name, f"{n:+,}"] for name, n in added.most_common() if n][:16],
         )
     )
-    read_ns, memory_ns, basket_ns = python_paths_ns(20_000)
-    waits, reads = added["_phase_hooks.py:wait"], added["TaskPhases.enter"]
-    baskets = len(clocks[0].baskets)
-    paths_ms = (reads * read_ns + (waits - reads) * memory_ns + baskets * basket_ns) / 1e6
-    print(
-        f"\nthe hooks' Python paths, beyond the bare call: {read_ns:.0f} ns a wait that reads, "
-        f"{memory_ns:.0f} ns a wait of bytes in memory, {basket_ns:.0f} ns a basket logged; "
-        f"in the first chunk {waits} waits ({reads} reads) and {baskets} baskets: "
-        f"{paths_ms:.3f} ms, beside the direct cost's {cost_ms[0]:.3f} ms"
-    )
+    print("\none hooked call, beyond the bare call, warm and cold, ns:")
+    rows = [[kind, f"{warm:.0f}", f"{cold:.0f}"] for kind, warm, cold in hook_costs_ns(400)]
+    print(table(["hooked call", "warm", "cold"], rows))
     return 0
 
 
