@@ -528,13 +528,18 @@ static long long chunk_bytes(TaskPhases *task, PyObject *chunk)
 {
     PyObject *start = PyObject_GetAttr(chunk, str_start);
     PyObject *stop = start ? PyObject_GetAttr(chunk, str_stop) : NULL;
-    long long bytes = stop ? PyLong_AsLongLong(stop) - PyLong_AsLongLong(start) : -1;
+    long long bytes = -1;
+    if (stop && PyLong_Check(start) && PyLong_Check(stop)) {
+        long long first = PyLong_AsLongLong(start);
+        long long last = PyErr_Occurred() ? -1 : PyLong_AsLongLong(stop);
+        if (!PyErr_Occurred())
+            bytes = last - first;
+    }
     Py_XDECREF(start);
     Py_XDECREF(stop);
-    if (PyErr_Occurred() || bytes < 0) {
+    if (bytes < 0) {
         PyErr_Clear();
         task->errors++;
-        return -1;
     }
     return bytes;
 }
@@ -543,15 +548,17 @@ static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf,
 {
     PhaseHook *hook = (PhaseHook *)self;
     TaskPhases *task = thread_task;
-    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1 ||
-        !chunk_reads(hook, task, args[0]))
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
         return hook_pass(hook, task, args, nargsf, kwnames);
-    Py_INCREF(task);
-    task_enter(task, hook->spec.phase, hook->spec.opaque);
-    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    task_leave(task, -1);
-    if (result) { /* a failed wait read nothing we can count */
-        long long bytes = chunk_bytes(task, args[0]);
+    Py_INCREF(task); /* reading the chunk's attributes may run Python code */
+    PyObject *result;
+    if (!chunk_reads(hook, task, args[0])) {
+        result = hook_pass(hook, task, args, nargsf, kwnames);
+    } else {
+        task_enter(task, hook->spec.phase, hook->spec.opaque);
+        result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+        task_leave(task, -1);
+        long long bytes = result ? chunk_bytes(task, args[0]) : -1; /* a failed wait: none */
         if (bytes > 0)
             task->read_bytes += bytes;
     }
@@ -593,10 +600,12 @@ static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargs
     TaskPhases *task = thread_task;
     if (!task || !result || PyVectorcall_NARGS(nargsf) < 1)
         return result;
+    Py_INCREF(task); /* reading the basket's attributes may run Python code */
     if (log_basket(task, args[0]) < 0) { /* unlogged: the accounting reads its TKey */
         PyErr_Clear();
         task->errors++;
     }
+    Py_DECREF(task);
     return result;
 }
 

@@ -442,6 +442,21 @@ def test_a_chunk_wait_hook_times_only_waits_for_the_source(
     assert len(sourced.raw_data) == 30 and len(in_memory.raw_data) == 5
 
 
+def test_a_read_whose_size_cannot_be_told_is_counted_and_the_wait_goes_on(
+    finished: list[TaskPhases],
+) -> None:
+    class Chunk:  # an uproot whose chunks keep their offsets otherwise
+        _raw_data, _future, _start, _stop = None, object(), "0", 5
+
+        def wait(self) -> str:
+            return "waited"
+
+    hooked = _native.PhaseHook(Chunk.wait, "read", chunk=int)
+    assert phases.run_task(hooked, (Chunk(),), {}) == "waited"
+    (task,) = finished
+    assert (task.switches, task.read_bytes, task.errors) == (1, 0, 1)
+
+
 def test_hook_kinds_are_checked_and_pickle() -> None:
     with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
         _native.PhaseHook(len, "decompress", codec="GZIP")
