@@ -264,8 +264,7 @@ static PyMethodDef task_methods[] = {
      "opaque phase charges its hooked calls' time to itself."},
     {"leave", (PyCFunction)task_leave_method, METH_NOARGS,
      "leave() -> float\n\nStop charging the top phase; returns the wall seconds of its last "
-     "stretch (zero "
-     "for a call nested in its own phase)."},
+     "stretch (zero for a call nested in its own phase)."},
     {"rebase", (PyCFunction)task_rebase, METH_O,
      "rebase(phase)\n\nCharge time outside every hooked call to phase from now on."},
     {"close", (PyCFunction)task_close, METH_NOARGS,
@@ -310,7 +309,9 @@ static PyMemberDef task_members[] = {
      "boundary)."},
     {"errors", T_ULONGLONG, offsetof(TaskPhases, errors), READONLY,
      "Clock operations that failed: calls past the deepest stack kept or with no memory to "
-     "grow it (their time goes to the phase under them), a leave without an enter."},
+     "grow it (their time goes to the phase under them), a leave without an enter, an "
+     "uproot chunk or basket whose attributes the hooks could not read (its wait passed on "
+     "untimed or its bytes uncounted, its TKey sizes not logged)."},
     {"item", T_OBJECT, offsetof(TaskPhases, item), 0, "The coffea WorkItem of the task, or None."},
     {"baskets", T_OBJECT, offsetof(TaskPhases, baskets), READONLY,
      "(file, seek, fNbytes, fObjlen + fKeylen) of each uproot basket the task parsed, a list."},

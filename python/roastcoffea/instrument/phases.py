@@ -32,7 +32,8 @@ from roastcoffea.instrument._counters import COUNTERS
 #: time goes to that phase either way), ``passed`` calls only passed the call on
 #: (inside an opaque phase, or at no phase boundary); ``errors`` counts the clock's
 #: own failures (calls nested past the stack it keeps, 65,536 deep, or with no memory
-#: to grow it: their time goes to the phase under them). ``baskets`` lists the uproot
+#: to grow it: their time goes to the phase under them; uproot chunks or baskets whose
+#: attributes the hooks could not read). ``baskets`` lists the uproot
 #: baskets the task parsed, with the sizes of their TKeys (the chunk's byte accounting
 #: takes them from there instead of reading the headers again).
 TaskPhases = _native.TaskPhases
