@@ -40,8 +40,8 @@ TaskPhases = _native.TaskPhases
 
 #: Seconds a hooked call adds when it switches phase (the CPU clock left unread), when
 #: it is nested in its own phase and when it passes inside an opaque phase, and one read
-#: of the thread's CPU clock; set by the hooks' calibration.
-_call_seconds = (0.0, 0.0, 0.0, 0.0)
+#: of the thread's CPU clock; set by the hooks' calibration (None before it).
+_call_seconds: tuple[float, float, float, float] | None = None
 
 
 def set_call_costs(switch: float, nested: float, passed: float, cpu_read: float) -> None:
@@ -50,8 +50,8 @@ def set_call_costs(switch: float, nested: float, passed: float, cpu_read: float)
     _call_seconds = (switch, nested, passed, cpu_read)
 
 
-def call_costs() -> tuple[float, float, float, float]:
-    """The (switch, nested, passed, cpu_read) seconds; zeros before calibration."""
+def call_costs() -> tuple[float, float, float, float] | None:
+    """The (switch, nested, passed, cpu_read) seconds; None before calibration."""
     return _call_seconds
 
 
@@ -83,7 +83,9 @@ current: Callable[[], TaskPhases | None] = _native.current_task
 
 def clock_seconds(task: TaskPhases) -> float:
     """The clock's own cost in ``task``: its hooked calls and CPU clock reads times their
-    timed costs."""
+    timed costs (zero before the hooks' calibration: no hook has run)."""
+    if _call_seconds is None:
+        return 0.0
     switch, nested, passed, cpu_read = _call_seconds
     return (
         task.switches * switch
