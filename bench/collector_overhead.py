@@ -57,7 +57,8 @@ Dask's own accounting (the ``thread-cpu`` seconds of its fine metrics), in their
 (the loop thread's CPU clock: the worker plugin's task-end work, heartbeats, messages) and
 in the rest of the processes (Dask's profiler and offload threads); within the tasks, the
 collected runs' own figures: the instrumentation's thread CPU (measured in every chunk
-record) and the phase clock (estimated from its calls and their timed cost).
+record) and the phase clock (estimated from its calls and their timed cost); across threads,
+the workers' kernel CPU and their minor page faults (``getrusage``).
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
@@ -100,16 +101,20 @@ TARGET_MS_PER_CHUNK = 1.0
 # --- one version, in its own process -------------------------------------------------
 
 
-def worker_cpu_seconds(dask_worker: Any) -> tuple[float, float, float]:
-    """The worker process's CPU seconds, the part Dask measured in its tasks' threads, and
-    its event loop's (``client.run`` calls this in the loop's thread).
+def worker_cpu_seconds(dask_worker: Any) -> tuple[float, ...]:
+    """The worker process's CPU seconds, the part Dask measured in its tasks' threads, its
+    event loop's (``client.run`` calls this in the loop's thread), its kernel CPU seconds and
+    its minor page faults.
 
     The second is Dask's own ``("execute", span, prefix, "thread-cpu", "seconds")``
     fine metrics: the tasks' thread CPU, the decorator and the phase clock's hooks
     included. The rest of the process is the event loop (the worker plugin, messages,
-    heartbeats) and Dask's other threads (its profiler, the offload thread).
+    heartbeats) and Dask's other threads (its profiler, the offload thread). The kernel's
+    part is mostly page faults: Dask starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``,
+    so memory freed is returned to the kernel and faulted in again.
     """
     import os
+    import resource
     import time
 
     times = os.times()
@@ -118,13 +123,14 @@ def worker_cpu_seconds(dask_worker: Any) -> tuple[float, float, float]:
         for key, value in dask_worker.digests_total.items()
         if isinstance(key, tuple) and key[0] == "execute" and key[-2:] == ("thread-cpu", "seconds")
     )
-    return times.user + times.system, tasks, time.thread_time()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    return times.user + times.system, tasks, time.thread_time(), times.system, float(faults)
 
 
-def workers_cpu(client: Any) -> tuple[float, float, float]:
+def workers_cpu(client: Any) -> tuple[float, ...]:
     """:func:`worker_cpu_seconds` summed over the client's workers."""
     readings = list(client.run(worker_cpu_seconds).values())
-    return tuple(sum(r[i] for r in readings) for i in range(3))  # type: ignore[return-value]
+    return tuple(sum(r[i] for r in readings) for i in range(len(readings[0])))
 
 
 class Rounds:
@@ -183,7 +189,8 @@ class Rounds:
 
     def run(self, variant: str) -> tuple[float, ...]:
         """One run: (wall seconds, workers' CPU seconds, the collector's enter + exit seconds,
-        the workers' CPU seconds in their tasks' threads, in their event loops)."""
+        the workers' CPU seconds in their tasks' threads, in their event loops, in their
+        kernel, the workers' minor page faults)."""
         from coffea import processor
         from coffea.nanoevents import NanoAODSchema
         from workload import Analysis, BareAnalysis
@@ -199,7 +206,7 @@ class Rounds:
             savemetrics=True,
         )
         client.run(gc.collect)
-        cpu0, tasks0, loop0 = workers_cpu(client)
+        before = workers_cpu(client)
         start = time.perf_counter()
         if variant == "bare":
             runner(self.fileset, processor_instance=proc, treename="Events")
@@ -217,10 +224,12 @@ class Rounds:
                 mc.__exit__(None, None, None)
             fixed = entered - start + time.perf_counter() - leaving
         wall = time.perf_counter() - start
-        cpu, tasks, loop = workers_cpu(client)
+        cpu, tasks, loop, kernel, faults = (
+            b - a for a, b in zip(before, workers_cpu(client), strict=True)
+        )
         if variant == "collected":
             self.parts.append(own_figures(mc.get_metrics()))
-        return wall, cpu - cpu0, fixed, tasks - tasks0, loop - loop0
+        return wall, cpu, fixed, tasks, loop, kernel, faults
 
 
 def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -291,9 +300,11 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
     for prefix, runs in (("", result["samples"]), ("together_", together)):
         pairs = list(zip(runs["bare"], runs["collected"], strict=True))
         figures[prefix + "cpu"] = [c[1] / b[1] for b, c in pairs]
-        # CPU seconds at 1 (the whole workers), 3 (tasks' threads), 4 (event loops)
-        for key, i in (("ms", 1), ("task_ms", 3), ("loop_ms", 4)):
+        # CPU seconds at 1 (the whole workers), 3 (tasks' threads), 4 (event loops),
+        # 5 (kernel); minor page faults at 6
+        for key, i in (("ms", 1), ("task_ms", 3), ("loop_ms", 4), ("kernel_ms", 5)):
             figures[prefix + key] = [1e3 * (c[i] - b[i]) / chunks for b, c in pairs]
+        figures[prefix + "faults"] = [(c[6] - b[6]) / chunks for b, c in pairs]
         if not prefix:
             figures["wall"] = [c[0] / b[0] for b, c in pairs]
     return figures
@@ -387,7 +398,9 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs
         "in the tasks' threads (Dask's thread-cpu) "
         f"{shown(tasks, 3)}, of which the instrumentation {own:.3f} (its measured thread CPU) and "
         f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops, 3)}; "
-        f"in Dask's other threads {shown(others, 3)}"
+        f"in Dask's other threads {shown(others, 3)}; in the kernel "
+        f"{shown(ours[runs + 'kernel_ms'], 3)}, with {shown(ours[runs + 'faults'], 1)} more "
+        "minor page faults"
     )
 
 

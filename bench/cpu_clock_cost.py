@@ -15,8 +15,13 @@ other on the same chunk, the order rotating from one round over the chunks to th
 Each active variant also runs the worker plugin's end of task (``digest_task_phases``).
 Per chunk: the thread's CPU time (``time.thread_time``, garbage collector off inside the
 timed run), each active variant minus ``idle`` in the same rotation, with a 95 %
-confidence interval over the chunks run, and each variant's CPU clock reads and
-``cpu_split_bound`` (the bound of the error of its per-phase CPU). Nothing is asserted.
+confidence interval over the chunks run; the kernel's part of that difference and the
+difference in the thread's minor page faults (``getrusage(RUSAGE_THREAD)``: a fault costs
+the kernel a microsecond or two, and what a variant leaves allocated moves where the
+allocator faults); and each variant's CPU clock reads and ``cpu_split_bound`` (the bound of
+the error of its per-phase CPU). Run it under a Dask worker's allocator settings with
+``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``). Nothing is
+asserted.
 
 Run: ``.venv/bin/python bench/cpu_clock_cost.py --seconds 300``.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import resource
 import time
 
 from common import interval, parse_chunk_bench, phase_hooks, table
@@ -43,17 +49,20 @@ VARIANTS = {
 }
 
 
-def timed(chunk: tuple, cpu_interval: float | None, clocks: list) -> float:
-    """Thread CPU seconds of one chunk in a variant; its clock's counts appended to
-    ``clocks``."""
+def timed(chunk: tuple, cpu_interval: float | None, clocks: list) -> tuple[float, float, int]:
+    """Thread CPU seconds of one chunk in a variant, the kernel's part of them and the
+    thread's minor page faults; its clock's counts appended to ``clocks``."""
     if cpu_interval is not None:
         phases.set_sink(functools.partial(keep, clocks), cpu_interval=cpu_interval)
     gc.collect()
     gc.disable()
     try:
+        before = resource.getrusage(resource.RUSAGE_THREAD)
         t0 = time.thread_time()
         phases.run_task(work, chunk, {})
-        return time.thread_time() - t0
+        cpu = time.thread_time() - t0
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        return cpu, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt
     finally:
         gc.enable()
         phases.set_sink(None)
@@ -73,7 +82,9 @@ def more_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args, directory, ranges = parse_chunk_bench(__doc__, 8, argv, more_arguments)
     names = list(VARIANTS)
-    extra = {name: [] for name in names[1:]}
+    extra: dict[str, list[float]] = {name: [] for name in names[1:]}
+    kernel: dict[str, list[float]] = {name: [] for name in names[1:]}
+    faults: dict[str, list[float]] = {name: [] for name in names[1:]}
     clocks: dict[str, list] = {name: [] for name in names[1:]}
     with phase_hooks(lambda task: None):
         for chunk in ranges[:2]:  # warm-up: imports, caches
@@ -86,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
                 first = (rounds + i) % len(names)
                 order = names[first:] + names[:first]
                 cpu = {name: timed(chunk, VARIANTS[name], clocks.get(name, [])) for name in order}
-                idle.append(cpu["idle"])
+                idle.append(cpu["idle"][0])
                 for name in names[1:]:
-                    extra[name].append(1e3 * (cpu[name] - cpu["idle"]))
+                    extra[name].append(1e3 * (cpu[name][0] - cpu["idle"][0]))
+                    kernel[name].append(1e3 * (cpu[name][1] - cpu["idle"][1]))
+                    faults[name].append(cpu[name][2] - cpu["idle"][2])
 
     print(
         f"CPU clock cost: {rounds} rounds over {len(ranges)} chunks of "
@@ -101,10 +114,21 @@ def main(argv: list[str] | None = None) -> int:
         done = clocks[name]
         reads = sum(reads for reads, _ in done) / len(done)
         bound = 1e3 * sum(bound for _, bound in done) / len(done)
+        in_kernel, k_low, k_high = interval(kernel[name])
         rows.append(
-            [name, f"{mean:.3f}", f"{low:.3f} to {high:.3f}", f"{reads:.0f}", f"{bound:.3f}"]
+            [
+                name,
+                f"{mean:.3f}",
+                f"{low:.3f} to {high:.3f}",
+                f"{in_kernel:.3f}",
+                f"{k_low:.3f} to {k_high:.3f}",
+                f"{sum(faults[name]) / len(faults[name]):+.0f}",
+                f"{reads:.0f}",
+                f"{bound:.3f}",
+            ]
         )
-    print(table(["variant", "- idle, ms", "95% CI", "CPU reads", "split bound, ms"], rows))
+    headers = ["variant", "- idle, ms", "95% CI", "of it kernel", "95% CI", "page faults"]
+    print(table([*headers, "CPU reads", "split bound, ms"], rows))
     return 0
 
 
