@@ -288,16 +288,14 @@ def calibrate(calls: int = 200, repeats: int = 25) -> tuple[float, float, float,
     for _ in range(repeats):
         for kind, how in kinds.items():
             best[kind] = min(best[kind], per_call(*how))
-    bare, switch = best["bare"], best["switch"]
-    switch, nested, passed, cpu_read = (
-        max(cost, 0.0)
-        for cost in (
-            switch - bare,
-            best["nested"] - bare,
-            best["passed"] - bare,
-            (best["read"] - switch) / 2,
-        )
+    bare = best["bare"]
+    measured = (
+        best["switch"] - bare,
+        best["nested"] - bare,
+        best["passed"] - bare,
+        (best["read"] - best["switch"]) / 2,
     )
+    switch, nested, passed, cpu_read = (max(cost, 0.0) for cost in measured)
     phases.set_call_costs(switch, nested, passed, cpu_read)
     return switch, nested, passed, cpu_read
 
