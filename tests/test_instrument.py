@@ -407,6 +407,26 @@ def test_encode_decode_round_trip_with_plain_values() -> None:
         encode_record([1])  # type: ignore[arg-type]
 
 
+def test_a_record_is_encoded_alone_after_a_failure_and_in_every_thread() -> None:
+    # the packer's buffer is kept per thread: nothing of a failed or other
+    # thread's record may reach a record's bytes
+    record = {"kind": "prefix", "v": 1, "prefix": "p", "span": "s", "names": ["x" * 40] * 900}
+    expected = msgpack.packb(record, use_bin_type=True)
+    with pytest.raises(TypeError, match="plain data"):
+        encode_record({"kind": "chunk", "v": 1, "names": ["y" * 40] * 900, "bad": object()})
+    assert encode_record(record) == expected  # 36 KB: past the buffer's first size
+
+    exact: list[bool] = []
+
+    def encode_many(seed: int) -> None:
+        mine = {**record, "prefix": f"p{seed}"}
+        expected = msgpack.packb(mine, use_bin_type=True)
+        exact.extend(encode_record(mine) == expected for _ in range(200))
+
+    run_in_threads(encode_many, range(8))
+    assert len(exact) == 8 * 200 and all(exact)
+
+
 def test_decode_records_skips_and_counts_what_it_cannot_read() -> None:
     good = encode_record({"kind": "prefix", "v": 1, "prefix": "p", "span": "s"})
     entries = [
