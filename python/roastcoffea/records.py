@@ -145,8 +145,8 @@ class _Packer(threading.local):
 
     ``msgpack.packb`` makes a packer per call with a 256 KiB buffer; a Dask worker's
     glibc (``MALLOC_TRIM_THRESHOLD_``, set by the nanny) maps and unmaps that at
-    every record: two system calls and a page fault in the task's thread. A record
-    is a few KiB; the buffer grows if one is larger.
+    every record: two system calls and a page fault in the encoding thread (the
+    worker's event loop). A record is a few KiB; the buffer grows if one is larger.
     """
 
     def __init__(self) -> None:
