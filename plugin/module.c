@@ -379,6 +379,7 @@ PyMODINIT_FUNC PyInit__native(void)
         add_type(module, &roastpy_DigestTrackerType, "DigestTracker") < 0 ||
         add_type(module, &roastpy_TaskPhasesType, "TaskPhases") < 0 ||
         add_type(module, &roastpy_PhaseHookType, "PhaseHook") < 0 || roastpy_phases_init(module) < 0 ||
+        add_type(module, &roastpy_AroundType, "Around") < 0 ||
         PyModule_AddObjectRef(module, "DecodeError", roastpy_DecodeError) < 0 ||
         add_series_columns(module) < 0 ||
         PyModule_AddIntConstant(module, "PAYLOAD_VERSION", ROAST_PAYLOAD_VERSION) < 0 ||

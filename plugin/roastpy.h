@@ -48,6 +48,7 @@ extern PyTypeObject roastpy_AggregatorType;
 extern PyTypeObject roastpy_DigestTrackerType;
 extern PyTypeObject roastpy_TaskPhasesType;
 extern PyTypeObject roastpy_PhaseHookType;
+extern PyTypeObject roastpy_AroundType;
 
 /* phaseclock.c: the clock of the task this thread runs (module functions),
  * and the phase and codec names the module exports as PHASES and CODECS. */

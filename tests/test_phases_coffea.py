@@ -19,6 +19,7 @@ import math
 import struct
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from distributed import Client
 from roast_testing import wait_for
 from throttled_http import serve
 
+import roastcoffea
 from roastcoffea import MetricsCollector, track_metrics
 from roastcoffea.demo.nanoaod import generate
 
@@ -79,6 +81,17 @@ class TrackedReader(Reader):
     @track_metrics
     def process(self, events: Any) -> dict[str, Any]:
         return super().process(events)
+
+
+class StackProbe(processor.ProcessorABC):
+    """Returns the source files of the frames on its task's stack while ``process`` runs."""
+
+    @track_metrics
+    def process(self, events: Any) -> dict[str, Any]:
+        return {"stack": {frame.filename for frame in traceback.extract_stack()}}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        return accumulator
 
 
 def run(
@@ -268,6 +281,18 @@ def test_uncompressed_output_has_no_output_phase(roast: Client, cms_data: Path) 
     assert "compression is off" in metrics["unavailable"]["output_phase_seconds"]
     assert "output" not in metrics["phase_wall_seconds"]
     assert metrics["phase_tasks"] == 1
+
+
+def test_the_monitoring_leaves_no_frame_on_the_task_s_stack(roast: Client, cms_data: Path) -> None:
+    # Dask's profiler walks a task's stack every 10 ms: the task, work-function and
+    # @track_metrics wrappers must not be on it while the processor runs.
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
+    mc, output = run(roast, fileset, StackProbe(), chunksize=20)
+    assert mc.get_metrics()["phase_tasks"] == 2  # measured by the phase clock and
+    assert mc.get_metrics()["num_chunks"] == 2  # by @track_metrics
+    package = str(Path(roastcoffea.__file__).parent)
+    assert any("coffea/processor" in path for path in output["stack"])
+    assert [path for path in output["stack"] if path.startswith(package)] == []
 
 
 @pytest.fixture(scope="module")

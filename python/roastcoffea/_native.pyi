@@ -139,6 +139,24 @@ class TaskPhases:
     def rebase(self, phase: str) -> None: ...
     def close(self) -> float: ...
 
+class Around:
+    """``func`` called between ``enter`` and ``leave``, with no Python frame of its own.
+
+    A call runs ``state = enter(*args, **kwargs)``; if ``state`` is None, ``func`` alone;
+    else ``func(*args, **kwargs)``, then ``leave(state, error)``, ``error`` the exception
+    ``func`` raised or None. ``func``'s result or exception is returned or raised
+    unchanged; an exception of ``enter`` (``func`` then runs unmeasured) or of ``leave`` is
+    dropped. Bound like a function; its ``__dict__`` takes ``functools.update_wrapper``.
+    """
+
+    func: Any
+    enter: Any
+    leave: Any
+    __dict__: dict[str, Any]
+    def __init__(self, func: Any, enter: Any, leave: Any) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, obj: Any, owner: Any = None) -> Any: ...
+
 class PhaseHook:
     """``func``, its time charged to ``phase`` when the calling thread runs a measured task.
 

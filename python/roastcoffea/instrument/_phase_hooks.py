@@ -8,8 +8,10 @@ thread-local lookup. The hooks that run many times per chunk are native
 touched: they run between the analysis's array work, with the caches cold):
 those that charge a call to a phase, total a codec's bytes, hand back a
 virtual column's generator hooked, time uproot's waits for bytes from the
-source or log the baskets uproot parses. ``events()``, the work function,
-the output's compression and the task are Python around the same clock.
+source or log the baskets uproot parses. ``events()`` and the output's
+compression are Python around the same clock; the task and the work function,
+on the task's stack throughout, are :class:`~roastcoffea._native.Around` s:
+no frame of theirs for Dask's profiler to walk every 10 ms.
 :func:`install` and :func:`uninstall` are reference counted, so several worker
 plugins in one process share one set of hooks.
 
@@ -44,7 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roastcoffea import _native
-from roastcoffea._native import PhaseHook
+from roastcoffea._native import Around, PhaseHook
 from roastcoffea.instrument import phases
 from roastcoffea.instrument._counters import COUNTERS
 
@@ -155,37 +157,46 @@ def _compress(func: Callable[..., Any]) -> Callable[..., Any]:
     return compress
 
 
-def _task(func: Callable[..., Any]) -> Callable[..., Any]:
+def _task(func: Callable[..., Any]) -> Around:
     """The outermost call of a processor task: it owns the clock."""
-
-    @functools.wraps(func)
-    def task(*args: Any, **kwargs: Any) -> Any:
-        return phases.run_task(func, args, kwargs)
-
-    return task
+    return _around(func, phases.enter_task, phases.leave_task)
 
 
-def _work_function(func: Callable[..., Any]) -> Callable[..., Any]:
+def _work_function(func: Callable[..., Any]) -> Around:
     """coffea ``Runner._work_function``: the work item; ``user`` runs from ``events()`` on."""
-
-    @functools.wraps(func)
-    def work(*args: Any, **kwargs: Any) -> Any:
-        return phases.run_task(_in_work, (func, args, kwargs), {})
-
-    return work
+    return _around(func, _enter_work, _leave_work)
 
 
-def _in_work(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _around(
+    func: Callable[..., Any], enter: Callable[..., Any], leave: Callable[..., Any]
+) -> Around:
+    around = Around(func, enter, leave)
+    functools.update_wrapper(around, func)
+    return around
+
+
+def _enter_work(*args: Any, **kwargs: Any) -> tuple[phases.TaskPhases, bool] | None:
+    """The work function's start: (the task's clock, whether this call started it), the
+    clock told that the work item runs; None when nothing measures."""
     task = _current()
-    if task is None:
-        return func(*args, **kwargs)
+    owned = task is None
+    if task is None and (task := phases.enter_task()) is None:
+        return None
     task.item = _quietly(_work_item, args, kwargs)
     task.in_work = True
+    return task, owned
+
+
+def _leave_work(state: tuple[phases.TaskPhases, bool], error: BaseException | None) -> None:
+    """The work function's end: what follows it is ``other`` (or the clock ends with it)."""
+    task, owned = state
     try:
-        return func(*args, **kwargs)
-    finally:
         task.in_work = False
         task.rebase("other")
+    except Exception as exc:
+        COUNTERS.add("instrument_errors", exc)
+    if owned:
+        phases.leave_task(task, error)
 
 
 def _work_item(args: tuple, kwargs: dict) -> Any:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from roastcoffea._native import PhaseHook
+from roastcoffea._native import Around, PhaseHook
 from roastcoffea.instrument._chunk import ACTIVE
 from roastcoffea.instrument._counters import COUNTERS
 from roastcoffea.instrument._measure import Measure
@@ -47,36 +48,38 @@ def track_metrics(func: F) -> F:
     records off.
     """
 
-    @functools.wraps(func)
-    def process(self: Any, events: Any, *args: Any, **kwargs: Any) -> Any:
-        # Only module-level names here: coffea pickles processors defined in
-        # __main__ by value, this closure included, and the state behind
-        # _run_tracked (a context variable, locks) cannot be pickled.
-        return _run_tracked(func, self, events, args, kwargs)
-
-    return process  # type: ignore[return-value]
+    # No frame of its own on the task's stack while process runs (Dask's profiler walks
+    # it every 10 ms); enter and leave are module-level functions, which pickle by
+    # reference when coffea ships a processor defined in __main__ by value.
+    tracked = Around(func, _enter_tracked, _leave_tracked)
+    functools.update_wrapper(tracked, func)
+    return tracked  # type: ignore[return-value]
 
 
-def _run_tracked(
-    func: Callable[..., Any], self: Any, events: Any, args: tuple, kwargs: dict
-) -> Any:
-    """Call ``func`` inside a chunk measurement (the body of :func:`track_metrics`)."""
+def _enter_tracked(
+    self: Any, events: Any, *args: Any, **kwargs: Any
+) -> tuple[Measure, contextvars.Token] | None:
+    """A chunk measurement's start: its measure and the token of the active chunk; None when
+    the processor turned the records off or the start failed (counted)."""
     if getattr(self, "_roastcoffea_collect_metrics", True) is False:  # 0.1.2's off switch
-        return func(self, events, *args, **kwargs)
+        return None
     try:
         measure = _start_measure(events)
         token = ACTIVE.set(measure.chunk)
     except Exception as exc:  # never let the instrumentation break the task
         COUNTERS.add("instrument_errors", exc)
-        return func(self, events, *args, **kwargs)
+        return None
     COUNTERS.add("chunks")
+    return measure, token
+
+
+def _leave_tracked(state: tuple[Measure, contextvars.Token], error: BaseException | None) -> None:
+    """A chunk measurement's end: the record, with ``error`` if ``process`` raised."""
+    measure, token = state
     try:
-        result = func(self, events, *args, **kwargs)
-    except BaseException as exc:
         ACTIVE.reset(token)
+    except ValueError as exc:  # reset in another context than the start's
+        COUNTERS.add("instrument_errors", exc)
+    if error is not None:
         COUNTERS.add("chunk_errors")
-        _finish_measure(measure, exc)
-        raise
-    ACTIVE.reset(token)
-    _finish_measure(measure, None)
-    return result
+    _finish_measure(measure, error)

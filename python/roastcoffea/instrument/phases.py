@@ -100,24 +100,41 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
     The outermost call owns the clock: it hands it to the sink when ``func``
     returns or raises. Never lets a failure of the measurement reach ``func``'s
-    caller.
+    caller. The hooks do the same with :func:`enter_task` and :func:`leave_task`
+    around the task (an ``Around``: no frame of theirs on the task's stack).
     """
-    if _sink is None or current() is not None:
+    task = enter_task()
+    if task is None:
         return func(*args, **kwargs)
-    task = TaskPhases(cpu_interval=_cpu_interval)
-    _native.set_current_task(task)
     try:
         return func(*args, **kwargs)
     finally:
-        _native.set_current_task(None)
-        try:
-            task.close()
-            if task.errors:
-                COUNTERS.add(
-                    "instrument_errors", RuntimeError(f"phase clock: {task.errors} errors")
-                )
-            sink = _sink
-            if sink is not None:
-                sink(task)
-        except Exception as exc:  # never let the measurement break the task
-            COUNTERS.add("instrument_errors", exc)
+        leave_task(task, None)
+
+
+def enter_task(*args: Any, **kwargs: Any) -> TaskPhases | None:
+    """Start a clock as this thread's task and return it; None when there is no sink or the
+    thread already measures a task (the outer call owns the clock). The arguments, those of
+    the task's call, are ignored."""
+    if _sink is None or current() is not None:
+        return None
+    task = TaskPhases(cpu_interval=_cpu_interval)
+    _native.set_current_task(task)
+    return task
+
+
+def leave_task(task: TaskPhases, error: BaseException | None) -> None:
+    """End ``task`` (from :func:`enter_task`) and hand it to the sink; never raises.
+
+    ``error``, what the task raised, changes nothing: its clock is handed on either way.
+    """
+    _native.set_current_task(None)
+    try:
+        task.close()
+        if task.errors:
+            COUNTERS.add("instrument_errors", RuntimeError(f"phase clock: {task.errors} errors"))
+        sink = _sink
+        if sink is not None:
+            sink(task)
+    except Exception as exc:  # never let the measurement break the task
+        COUNTERS.add("instrument_errors", exc)
