@@ -37,8 +37,16 @@ sampler) shares the machine with either variant.
 
 Per round, paired: the wall-time ratio collected / bare, the ratio of the workers' CPU
 seconds (``os.times()`` of each worker process, read outside the timer: every thread, the
-event loop's included), and the cost per chunk, the workers' extra CPU over the chunks. The
-figures are means over the rounds with their 95 % confidence intervals (Student's t).
+event loop's included), and the cost per chunk, the workers' extra CPU over the chunks.
+
+The rounds come in blocks (``--blocks``, 5 of ``--rounds`` 4), each block on two new
+clusters. Two runs of 20 rounds on the same two clusters each, same code, a few minutes
+apart, once read workers' CPU 0.9978 (95 % CI 0.9905-1.0052) and 1.0144 (1.0070-1.0218):
+new worker processes each have a speed of their own, which the swap halfway balances only on
+average, so rounds on the same clusters are not independent samples of the cost. The
+figures are means over the blocks' means with their 95 % confidence intervals (Student's t
+over the blocks); the per-block CPU ratios and the interval the rounds alone would give are
+printed too.
 
 Each round then runs the two variants at once, each on its cluster (two client threads), for
 the workers' CPU alone. This machine's speed drifts from one run to the next: two identical
@@ -238,9 +246,12 @@ def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
     return {key: metrics.get(key) for key in keys}
 
 
-def child(files: list[str], chunksize: int, datasets: int, rounds: int) -> dict[str, Any]:
-    """Run in one Python process: two clusters, a warm-up of each variant, then ``rounds``
-    rounds, the clusters swapping roles (and warming up again) halfway."""
+def child(
+    files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int
+) -> dict[str, Any]:
+    """Run in one Python process: ``blocks`` blocks of ``rounds`` rounds, each block on two
+    new clusters (a warm-up of each variant, the clusters swapping roles and warming up
+    again halfway)."""
     from contextlib import ExitStack
 
     from coffea.nanoevents import NanoAODSchema
@@ -251,39 +262,44 @@ def child(files: list[str], chunksize: int, datasets: int, rounds: int) -> dict[
     NanoAODSchema.warn_missing_crossrefs = False
     samples: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     together: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
-    with ExitStack() as stack:
-        clients = []
-        for _ in range(2):
-            cluster = stack.enter_context(
-                LocalCluster(
-                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    parts: list[dict[str, Any]] = []
+    for _ in range(blocks):
+        with ExitStack() as stack:
+            clients = []
+            for _ in range(2):
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+                    )
                 )
-            )
-            clients.append(stack.enter_context(Client(cluster)))
-        rounds_ = Rounds(*clients, files, chunksize, datasets)
-        rounds_.warm_up()
-        for i in range(rounds):
-            if i and i == rounds // 2:
-                rounds_.swap()
-                rounds_.warm_up()
-            order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
-            for variant in order:
-                samples[variant].append(rounds_.run(variant))
-            for variant, sample in rounds_.run_together().items():
-                together[variant].append(sample)
+                clients.append(stack.enter_context(Client(cluster)))
+            rounds_ = Rounds(*clients, files, chunksize, datasets)
+            rounds_.warm_up()
+            for i in range(rounds):
+                if i and i == rounds // 2:
+                    rounds_.swap()
+                    rounds_.warm_up()
+                order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
+                for variant in order:
+                    samples[variant].append(rounds_.run(variant))
+                for variant, sample in rounds_.run_together().items():
+                    together[variant].append(sample)
+            parts += rounds_.parts
     return {
         "version": roastcoffea.__version__,
+        "blocks": blocks,
         "samples": samples,
         "together": together,
-        "parts": rounds_.parts,
+        "parts": parts,
     }
 
 
 def spawn(
-    python: str, files: list[str], chunksize: int, datasets: int, rounds: int
+    python: str, files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int
 ) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
-    args = ["--child", "--rounds", str(rounds), "--chunksize", str(chunksize)]
+    args = ["--child", "--rounds", str(rounds), "--blocks", str(blocks)]
+    args += ["--chunksize", str(chunksize)]
     args += ["--datasets", str(datasets), *files]
     return run_child(python, __file__, args, RESULT)
 
@@ -310,6 +326,14 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
     return figures
 
 
+def block_means(values: list[float], blocks: int) -> list[float]:
+    """The mean of each block's consecutive share of ``values`` (one per round)."""
+    size = len(values) // blocks
+    if not values or size * blocks != len(values):
+        raise ValueError(f"{len(values)} rounds do not split into {blocks} blocks")
+    return [sum(values[b * size : (b + 1) * size]) / size for b in range(blocks)]
+
+
 def shown(values: list[float], digits: int) -> str:
     """The mean of ``values`` and its 95 % confidence interval."""
     mean, low, high = interval(values)
@@ -322,7 +346,18 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         if "error" in result:
             rows.append([name, "-", "-", "-", "not measured"])
             continue
-        figures[name] = paired(result, chunks)
+        rounds = paired(result, chunks)
+        blocks = result.get("blocks", 1)
+        # One figure per block: a block's clusters are new worker processes, each with a
+        # speed of its own, so blocks, not rounds, are the independent samples.
+        figures[name] = {key: block_means(v, blocks) for key, v in rounds.items() if v}
+        figures[name].setdefault("together_cpu", [])
+        if blocks > 1 and rounds["together_cpu"]:
+            print(
+                f"{name}, {blocks} blocks of {len(rounds['cpu']) // blocks} rounds; workers' CPU "
+                f"at once per block: {', '.join(f'{v:.4f}' for v in figures[name]['together_cpu'])}"
+                f"; over the rounds taken as independent: {shown(rounds['together_cpu'], 4)}"
+            )
         collected = result["samples"]["collected"]
         wall = median([c[0] for c in collected])
         fixed = median([c[2] for c in collected])
@@ -337,7 +372,7 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
             ]
         )
     headers = [
-        "collected / bare",
+        "collected / bare, over blocks",
         "wall (95% CI)",
         "workers CPU (95% CI)",
         "workers CPU ms per chunk (95% CI)",
@@ -406,11 +441,14 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10, help="rounds per chunk size (10)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per block (4)")
+    parser.add_argument(
+        "--blocks", type=int, default=5, help="blocks of rounds, each on new clusters (5)"
+    )
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=list(SIZES), help="chunk sizes to run"
     )
-    parser.add_argument("--quick", action="store_true", help="small files, 3 rounds")
+    parser.add_argument("--quick", action="store_true", help="small files, 2 blocks of 2 rounds")
     parser.add_argument(
         "--samples", type=Path, help="write every run's figures, per chunk size, to this JSON file"
     )
@@ -419,15 +457,20 @@ def main(argv: list[str] | None = None) -> int:
     child_arguments(parser)
     args = parser.parse_args(argv)
     if args.child:
-        return answer_parent(RESULT, child(args.paths, args.chunksize, args.datasets, args.rounds))
+        return answer_parent(
+            RESULT, child(args.paths, args.chunksize, args.datasets, args.rounds, args.blocks)
+        )
 
     from roastcoffea.demo.nanoaod import ensure_files
 
     sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
-    rounds = 3 if args.quick else args.rounds
+    rounds, blocks = (2, 2) if args.quick else (args.rounds, args.blocks)
     pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
     by_size: dict[int, dict[str, dict[str, Any]]] = {}
-    print(f"collector overhead: {rounds} rounds per chunk size and version; {machine()}")
+    print(
+        f"collector overhead: {blocks} blocks of {rounds} rounds per chunk size and version; "
+        f"{machine()}"
+    )
     for chunksize, (events, n_files, datasets) in sizes.items():
         files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
         chunks = datasets * n_files * -(-events // n_files // chunksize)
@@ -442,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(python).exists():
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
-            results[name] = spawn(python, files, chunksize, datasets, rounds)
+            results[name] = spawn(python, files, chunksize, datasets, rounds, blocks)
         report_size(chunksize, chunks, results)
         by_size[chunksize] = results
     if args.samples:
