@@ -27,6 +27,7 @@ BENCHMARKS = (
     "consecutive_runs.py",
     "chunk_cost.py",
     "chunk_instructions.py",
+    "worker_instructions.py",
     "instrument_cost.py",
     "phase_cost.py",
     "insitu_cost.py",
