@@ -327,9 +327,12 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
 
 
 def block_means(values: list[float], blocks: int) -> list[float]:
-    """The mean of each block's consecutive share of ``values`` (one per round)."""
+    """The mean of each block's consecutive share of ``values`` (one per round); none of
+    none."""
+    if not values:
+        return []
     size = len(values) // blocks
-    if not values or size * blocks != len(values):
+    if size * blocks != len(values):
         raise ValueError(f"{len(values)} rounds do not split into {blocks} blocks")
     return [sum(values[b * size : (b + 1) * size]) / size for b in range(blocks)]
 
@@ -350,8 +353,7 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         blocks = result.get("blocks", 1)
         # One figure per block: a block's clusters are new worker processes, each with a
         # speed of its own, so blocks, not rounds, are the independent samples.
-        figures[name] = {key: block_means(v, blocks) for key, v in rounds.items() if v}
-        figures[name].setdefault("together_cpu", [])
+        figures[name] = {key: block_means(v, blocks) for key, v in rounds.items()}
         if blocks > 1 and rounds["together_cpu"]:
             print(
                 f"{name}, {blocks} blocks of {len(rounds['cpu']) // blocks} rounds; workers' CPU "

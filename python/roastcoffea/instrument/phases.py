@@ -100,16 +100,10 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
     The outermost call owns the clock: it hands it to the sink when ``func``
     returns or raises. Never lets a failure of the measurement reach ``func``'s
-    caller. The hooks do the same with :func:`enter_task` and :func:`leave_task`
-    around the task (an ``Around``: no frame of theirs on the task's stack).
+    caller. The hooks wrap the task the same way, with :func:`enter_task` and
+    :func:`leave_task` in an ``Around``: no frame of theirs on the task's stack.
     """
-    task = enter_task()
-    if task is None:
-        return func(*args, **kwargs)
-    try:
-        return func(*args, **kwargs)
-    finally:
-        leave_task(task, None)
+    return _native.Around(func, enter_task, leave_task)(*args, **kwargs)
 
 
 def enter_task(*args: Any, **kwargs: Any) -> TaskPhases | None:
