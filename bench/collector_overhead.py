@@ -66,7 +66,11 @@ Dask's own accounting (the ``thread-cpu`` seconds of its fine metrics), in their
 in the rest of the processes (Dask's profiler and offload threads); within the tasks, the
 collected runs' own figures: the instrumentation's thread CPU (measured in every chunk
 record) and the phase clock (estimated from its calls and their timed cost); across threads,
-the workers' kernel CPU and their minor page faults (``getrusage``).
+the workers' kernel CPU and their minor page faults (``getrusage``), and their garbage
+collections (``gc.callbacks`` on every worker of both clusters: each collection's CPU in the
+thread that runs it, the full ones counted). A full collection costs about 1.3 % of a run at
+100,000-event chunks and a run holds eight to ten, so one more or fewer moves a round's
+ratio by that much: the collector's share shows what of a block's cost is its collections.
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
@@ -109,10 +113,32 @@ TARGET_MS_PER_CHUNK = 1.0
 # --- one version, in its own process -------------------------------------------------
 
 
+def clock_collections(dask_worker: Any) -> None:
+    """Time the worker's garbage collections from now on: the CPU seconds of each in the
+    thread that runs it, and the number of full ones (``gc.callbacks``, once per worker)."""
+    import gc
+    import time
+
+    if hasattr(dask_worker, "bench_collections"):
+        return
+    totals = dask_worker.bench_collections = [0.0, 0]
+    started = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.thread_time()
+            return
+        totals[0] += time.thread_time() - started[0]
+        totals[1] += info["generation"] == 2
+
+    gc.callbacks.append(timed)
+
+
 def worker_cpu_seconds(dask_worker: Any) -> tuple[float, ...]:
     """The worker process's CPU seconds, the part Dask measured in its tasks' threads, its
-    event loop's (``client.run`` calls this in the loop's thread), its kernel CPU seconds and
-    its minor page faults.
+    event loop's (``client.run`` calls this in the loop's thread), its kernel CPU seconds,
+    its minor page faults, its garbage collections' CPU seconds and its full collections
+    (:func:`clock_collections`).
 
     The second is Dask's own ``("execute", span, prefix, "thread-cpu", "seconds")``
     fine metrics: the tasks' thread CPU, the decorator and the phase clock's hooks
@@ -132,7 +158,16 @@ def worker_cpu_seconds(dask_worker: Any) -> tuple[float, ...]:
         if isinstance(key, tuple) and key[0] == "execute" and key[-2:] == ("thread-cpu", "seconds")
     )
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    return times.user + times.system, tasks, time.thread_time(), times.system, float(faults)
+    collections, full = dask_worker.bench_collections
+    return (
+        times.user + times.system,
+        tasks,
+        time.thread_time(),
+        times.system,
+        float(faults),
+        collections,
+        float(full),
+    )
 
 
 def workers_cpu(client: Any) -> tuple[float, ...]:
@@ -156,6 +191,8 @@ class Rounds:
         self.chunksize = chunksize
         self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
         self.parts: list[dict[str, Any]] = []
+        for client in (bare, collected):
+            client.run(clock_collections)
         if self.plugin is not None:
             collected.register_plugin(self.plugin())
 
@@ -198,7 +235,8 @@ class Rounds:
     def run(self, variant: str) -> tuple[float, ...]:
         """One run: (wall seconds, workers' CPU seconds, the collector's enter + exit seconds,
         the workers' CPU seconds in their tasks' threads, in their event loops, in their
-        kernel, the workers' minor page faults)."""
+        kernel, the workers' minor page faults, their garbage collections' CPU seconds, their
+        full collections)."""
         from coffea import processor
         from coffea.nanoevents import NanoAODSchema
         from workload import Analysis, BareAnalysis
@@ -232,12 +270,12 @@ class Rounds:
                 mc.__exit__(None, None, None)
             fixed = entered - start + time.perf_counter() - leaving
         wall = time.perf_counter() - start
-        cpu, tasks, loop, kernel, faults = (
+        cpu, tasks, loop, kernel, faults, collections, full = (
             b - a for a, b in zip(before, workers_cpu(client), strict=True)
         )
         if variant == "collected":
             self.parts.append(own_figures(mc.get_metrics()))
-        return wall, cpu, fixed, tasks, loop, kernel, faults
+        return wall, cpu, fixed, tasks, loop, kernel, faults, collections, full
 
 
 def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -317,10 +355,12 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
         pairs = list(zip(runs["bare"], runs["collected"], strict=True))
         figures[prefix + "cpu"] = [c[1] / b[1] for b, c in pairs]
         # CPU seconds at 1 (the whole workers), 3 (tasks' threads), 4 (event loops),
-        # 5 (kernel); minor page faults at 6
-        for key, i in (("ms", 1), ("task_ms", 3), ("loop_ms", 4), ("kernel_ms", 5)):
+        # 5 (kernel), 7 (garbage collections); minor page faults at 6, full collections at 8
+        parts = (("ms", 1), ("task_ms", 3), ("loop_ms", 4), ("kernel_ms", 5), ("gc_ms", 7))
+        for key, i in parts:
             figures[prefix + key] = [1e3 * (c[i] - b[i]) / chunks for b, c in pairs]
         figures[prefix + "faults"] = [(c[6] - b[6]) / chunks for b, c in pairs]
+        figures[prefix + "full_gcs"] = [c[8] - b[8] for b, c in pairs]
         if not prefix:
             figures["wall"] = [c[0] / b[0] for b, c in pairs]
     return figures
@@ -412,8 +452,11 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
     report_parts(results["ours"]["parts"], ours, "together_" if ours["together_cpu"] else "")
     theirs = figures.get("0.1.2")
     if theirs is not None:
-        ratio = interval(theirs[ms_key])[0] / interval(ours[ms_key])[0]
-        print(f"0.1.2's cost per chunk / ours: {ratio:.1f}x")
+        theirs_ms, ours_ms = interval(theirs[ms_key])[0], interval(ours[ms_key])[0]
+        if ours_ms > 0:
+            print(f"0.1.2's cost per chunk / ours: {theirs_ms / ours_ms:.1f}x")
+        else:  # os.times() counts 10 ms ticks: a short run can read no difference at all
+            print(f"0.1.2's cost per chunk: {theirs_ms:.2f} ms; ours measured none")
 
 
 def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs: str) -> None:
@@ -437,7 +480,9 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs
         f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops, 3)}; "
         f"in Dask's other threads {shown(others, 3)}; in the kernel "
         f"{shown(ours[runs + 'kernel_ms'], 3)}, with {shown(ours[runs + 'faults'], 1)} more "
-        "minor page faults"
+        "minor page faults; across threads, in the garbage collector "
+        f"{shown(ours[runs + 'gc_ms'], 3)}, with {shown(ours[runs + 'full_gcs'], 2)} more full "
+        "collections per run"
     )
 
 
