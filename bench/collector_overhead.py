@@ -23,9 +23,20 @@ registered, one without. Each round runs two variants, in alternating order:
   to after ``__exit__`` (the two also timed alone).
 
 Before each run, every worker of the measured cluster collects its garbage in full, untimed:
-full collections are about 12 % of the workers' CPU here (eight per run, each 150-220 ms and
-slower as the workers' heaps grow), and a run should not pay for the garbage of the one
-before, whichever variant that was.
+full collections are 10-25 % of the workers' CPU here (6-8 per run at 100,000-event chunks,
+each 150-220 ms and slower as the workers' heaps grow), and a run should not pay for the
+garbage of the one before, whichever variant that was. CPython (thresholds 700, 10, 10)
+starts a full collection every 133 collections (eleven times eleven young ones and a middle
+one, then the full one), so a collection in full would start every run at the same point of
+that cycle, and a run's workload, the same every round, would end
+at the same point too: a variant that allocates 1 % more would then pay a whole full
+collection in every run or in none, depending on where the bare run ends. (At
+100,000-event chunks it did: 0.45 more full collections per run, 0.75 ms per chunk, against
+about 0.2 ms that 1 % more young collections cost on average.) So after the full collection
+each round moves every worker of both variants to one point of the cycle drawn at random
+(``gc.collect(1)`` and ``gc.collect(0)`` advance the counters): common to the two variants,
+so they still differ only by what the monitoring allocates, and uniform, so the rounds
+average over where a run ends.
 
 The plugin stays registered across rounds, as on a facility's cluster (registering and
 removing it every round would throw away the workers' specialised code in both variants).
@@ -81,8 +92,8 @@ first. Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -111,6 +122,34 @@ TARGET_MS_PER_CHUNK = 1.0
 
 
 # --- one version, in its own process -------------------------------------------------
+
+
+def start_collector_at(phase: tuple[int, int]) -> None:
+    """Collect the garbage in full, then advance the collector ``phase`` = (young
+    collections, middle ones) into its cycle of full collections."""
+    import gc
+
+    gc.collect()
+    young, middle = phase
+    for _ in range(middle):
+        gc.collect(1)
+    for _ in range(young):
+        gc.collect(0)
+
+
+def draw_collector_phase(draw: random.Random) -> tuple[int, int]:
+    """A point of the collector's cycle, uniform, as (young, middle) collections into it.
+
+    A middle collection comes when ``threshold[1] + 1`` young ones have been counted, a
+    full one when ``threshold[2] + 1`` middle ones have: the cycle holds
+    ``(threshold[1] + 2) * (threshold[2] + 1) + 1`` collections.
+    """
+    import gc
+
+    _, young, middle = gc.get_threshold()
+    step = draw.randrange((young + 2) * (middle + 1) + 1)
+    middles, youngs = divmod(step, young + 2)
+    return youngs, middles
 
 
 def clock_collections(dask_worker: Any) -> None:
@@ -189,6 +228,7 @@ class Rounds:
             f"synthetic-{i}": {"files": dict.fromkeys(files, "Events")} for i in range(datasets)
         }
         self.chunksize = chunksize
+        self.draw = random.Random(chunksize)
         self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
         self.parts: list[dict[str, Any]] = []
         for client in (bare, collected):
@@ -210,17 +250,21 @@ class Rounds:
         """A run of each variant, not measured: imports, page cache, tree indexes, hooks."""
         kept = len(self.parts)
         for variant in ("bare", "collected"):
-            self.run(variant)
+            self.run(variant, (0, 0))
         del self.parts[kept:]
 
-    def run_together(self) -> dict[str, tuple[float, ...]]:
+    def phase(self) -> tuple[int, int]:
+        """The collector's starting point for the runs of a round (:func:`draw_collector_phase`)."""
+        return draw_collector_phase(self.draw)
+
+    def run_together(self, phase: tuple[int, int]) -> dict[str, tuple[float, ...]]:
         """Both variants at once, each on its cluster: what :meth:`run` returns of each."""
         import threading
 
         samples: dict[str, tuple[float, ...]] = {}
 
         def one(variant: str) -> None:
-            samples[variant] = self.run(variant)
+            samples[variant] = self.run(variant, phase)
 
         threads = [threading.Thread(target=one, args=(v,)) for v in ("bare", "collected")]
         for thread in threads:
@@ -232,8 +276,9 @@ class Rounds:
             raise RuntimeError(f"the together run of {sorted(missing)} failed")
         return samples
 
-    def run(self, variant: str) -> tuple[float, ...]:
-        """One run: (wall seconds, workers' CPU seconds, the collector's enter + exit seconds,
+    def run(self, variant: str, phase: tuple[int, int]) -> tuple[float, ...]:
+        """One run, the workers' garbage collectors started at ``phase``: (wall seconds,
+        workers' CPU seconds, the collector's enter + exit seconds,
         the workers' CPU seconds in their tasks' threads, in their event loops, in their
         kernel, the workers' minor page faults, their garbage collections' CPU seconds, their
         full collections)."""
@@ -251,7 +296,7 @@ class Rounds:
             chunksize=self.chunksize,
             savemetrics=True,
         )
-        client.run(gc.collect)
+        client.run(start_collector_at, phase)
         before = workers_cpu(client)
         start = time.perf_counter()
         if variant == "bare":
@@ -318,9 +363,10 @@ def child(
                     rounds_.swap()
                     rounds_.warm_up()
                 order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
+                phase = rounds_.phase()
                 for variant in order:
-                    samples[variant].append(rounds_.run(variant))
-                for variant, sample in rounds_.run_together().items():
+                    samples[variant].append(rounds_.run(variant, phase))
+                for variant, sample in rounds_.run_together(rounds_.phase()).items():
                     together[variant].append(sample)
             parts += rounds_.parts
     return {
