@@ -28,9 +28,9 @@ each 150-220 ms and slower as the workers' heaps grow), and a run should not pay
 garbage of the one before, whichever variant that was. CPython (thresholds 700, 10, 10)
 starts a full collection every 133 collections (eleven times eleven young ones and a middle
 one, then the full one), so a collection in full would start every run at the same point of
-that cycle, and a run's workload, the same every round, would end
-at the same point too: a variant that allocates 1 % more would then pay a whole full
-collection in every run or in none, depending on where the bare run ends. (At
+that cycle, and a run's workload, the same every round, would end at the same point too: a
+variant that allocates 1 % more would then pay a whole full collection in every run or in
+none, depending on where the bare run ends. (At
 100,000-event chunks it did: 0.45 more full collections per run, 0.75 ms per chunk, against
 about 0.2 ms that 1 % more young collections cost on average.) So after the full collection
 each round moves every worker of both variants to one point of the cycle drawn at random
@@ -80,7 +80,7 @@ record) and the phase clock (estimated from its calls and their timed cost); acr
 the workers' kernel CPU and their minor page faults (``getrusage``), and their garbage
 collections (``gc.callbacks`` on every worker of both clusters: each collection's CPU in the
 thread that runs it, the full ones counted). A full collection costs about 1.3 % of a run at
-100,000-event chunks and a run holds eight to ten, so one more or fewer moves a round's
+100,000-event chunks and a run holds six to eight, so one more or fewer moves a round's
 ratio by that much: the collector's share shows what of a block's cost is its collections.
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
