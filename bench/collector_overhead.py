@@ -219,7 +219,13 @@ class Rounds:
     """The two variants on two clusters, under whichever roastcoffea is installed."""
 
     def __init__(
-        self, bare: Any, collected: Any, files: list[str], chunksize: int, datasets: int
+        self,
+        bare: Any,
+        collected: Any,
+        files: list[str],
+        chunksize: int,
+        datasets: int,
+        draw: random.Random,
     ) -> None:
         import roastcoffea
 
@@ -228,7 +234,7 @@ class Rounds:
             f"synthetic-{i}": {"files": dict.fromkeys(files, "Events")} for i in range(datasets)
         }
         self.chunksize = chunksize
-        self.draw = random.Random(chunksize)
+        self.draw = draw  # one sequence for all blocks: each block's rounds start anew
         self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
         self.parts: list[dict[str, Any]] = []
         for client in (bare, collected):
@@ -346,6 +352,7 @@ def child(
     samples: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     together: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     parts: list[dict[str, Any]] = []
+    draw = random.Random(chunksize)
     for _ in range(blocks):
         with ExitStack() as stack:
             clients = []
@@ -356,7 +363,7 @@ def child(
                     )
                 )
                 clients.append(stack.enter_context(Client(cluster)))
-            rounds_ = Rounds(*clients, files, chunksize, datasets)
+            rounds_ = Rounds(clients[0], clients[1], files, chunksize, datasets, draw)
             rounds_.warm_up()
             for i in range(rounds):
                 if i and i == rounds // 2:
