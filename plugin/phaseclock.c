@@ -29,6 +29,20 @@ static PyObject *phase_strs[ROAST_PHASE_COUNT]; /* interned phase_names */
 static const char *const codec_names[ROAST_CODEC_COUNT] = {"ZLIB", "LZMA", "LZ4", "ZSTD"};
 static PyObject *codec_strs[ROAST_CODEC_COUNT];
 
+/* One uproot basket the task parsed: its file (a strong reference), its seek
+ * and the sizes of its TKey. Kept in C, not as Python tuples: a chunk parses
+ * tens to hundreds, and every tuple would count toward the garbage
+ * collector's next collection while the chunk runs. */
+typedef struct {
+    PyObject *file;
+    long long seek, nbytes, size;
+} basket_entry;
+
+typedef struct {
+    basket_entry *entries;
+    Py_ssize_t count, capacity;
+} basket_log;
+
 typedef struct {
     PyObject_HEAD
     roast_phase_clock clock;
@@ -36,9 +50,41 @@ typedef struct {
     long long read_bytes;
     unsigned long long passed, errors;
     PyObject *item;
-    PyObject *baskets; /* the uproot baskets the task parsed (python/.../_phase_hooks.py) */
+    basket_log baskets; /* the uproot baskets the task parsed (python/.../_phase_hooks.py) */
     char output_measured, in_work;
 } TaskPhases;
+
+static void basket_log_clear(basket_log *log)
+{
+    for (Py_ssize_t i = 0; i < log->count; i++)
+        Py_CLEAR(log->entries[i].file);
+    log->count = 0;
+}
+
+static void basket_log_release(basket_log *log)
+{
+    basket_log_clear(log);
+    PyMem_Free(log->entries);
+    *log = (basket_log){0};
+}
+
+/* Appends an entry (taking a new reference to file); -1 with MemoryError. */
+static int basket_log_add(basket_log *log, PyObject *file, long long seek, long long nbytes,
+                          long long size)
+{
+    if (log->count == log->capacity) {
+        Py_ssize_t capacity = log->capacity ? 2 * log->capacity : 64;
+        basket_entry *grown = PyMem_Resize(log->entries, basket_entry, (size_t)capacity);
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        log->entries = grown;
+        log->capacity = capacity;
+    }
+    log->entries[log->count++] = (basket_entry){Py_NewRef(file), seek, nbytes, size};
+    return 0;
+}
 
 /* The clock of the task this thread runs (a strong reference), or NULL. */
 static _Thread_local TaskPhases *thread_task;
@@ -145,11 +191,6 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     roast_instant now = clocks_now();
     task->started = now.wall;
     task->item = Py_NewRef(Py_None);
-    task->baskets = PyList_New(0);
-    if (!task->baskets) {
-        Py_DECREF(task);
-        return NULL;
-    }
     roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now, cpu_interval);
     if (st != ROAST_OK) {
         Py_DECREF(task);
@@ -161,14 +202,15 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int task_traverse(TaskPhases *task, visitproc visit, void *arg)
 {
     Py_VISIT(task->item);
-    Py_VISIT(task->baskets);
+    for (Py_ssize_t i = 0; i < task->baskets.count; i++)
+        Py_VISIT(task->baskets.entries[i].file);
     return 0;
 }
 
 static int task_clear(TaskPhases *task)
 {
     Py_CLEAR(task->item);
-    Py_CLEAR(task->baskets);
+    basket_log_clear(&task->baskets);
     return 0;
 }
 
@@ -176,6 +218,7 @@ static void task_dealloc(TaskPhases *task)
 {
     PyObject_GC_UnTrack(task);
     task_clear(task);
+    basket_log_release(&task->baskets);
     roast_phase_clock_release(&task->clock);
     Py_TYPE(task)->tp_free((PyObject *)task);
 }
@@ -258,6 +301,39 @@ static PyObject *task_get_codecs(TaskPhases *task, void *closure)
     return dict;
 }
 
+static PyObject *task_take_baskets(TaskPhases *task, PyObject *file)
+{
+    PyObject *taken = PyDict_New();
+    for (Py_ssize_t i = 0; taken && i < task->baskets.count; i++) {
+        const basket_entry *entry = &task->baskets.entries[i];
+        if (entry->file != file)
+            continue;
+        PyObject *seek = PyLong_FromLongLong(entry->seek);
+        PyObject *sizes = Py_BuildValue("(LL)", entry->nbytes, entry->size);
+        if (!seek || !sizes || PyDict_SetItem(taken, seek, sizes) < 0)
+            Py_CLEAR(taken);
+        Py_XDECREF(seek);
+        Py_XDECREF(sizes);
+    }
+    basket_log_clear(&task->baskets);
+    return taken;
+}
+
+static PyObject *task_get_baskets(TaskPhases *task, void *closure)
+{
+    (void)closure;
+    PyObject *list = PyList_New(task->baskets.count);
+    for (Py_ssize_t i = 0; list && i < task->baskets.count; i++) {
+        const basket_entry *e = &task->baskets.entries[i];
+        PyObject *entry = Py_BuildValue("(OLLL)", e->file, e->seek, e->nbytes, e->size);
+        if (!entry)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, entry);
+    }
+    return list;
+}
+
 static PyMethodDef task_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))task_enter_method, METH_VARARGS | METH_KEYWORDS,
      "enter(phase, opaque=False)\n\nStart charging phase (until the matching leave()). An "
@@ -269,6 +345,9 @@ static PyMethodDef task_methods[] = {
      "rebase(phase)\n\nCharge time outside every hooked call to phase from now on."},
     {"close", (PyCFunction)task_close, METH_NOARGS,
      "close() -> float\n\nCharge the last stretch; returns the wall seconds the clock ran."},
+    {"take_baskets", (PyCFunction)task_take_baskets, METH_O,
+     "take_baskets(file) -> dict\n\n{seek: (fNbytes, fObjlen + fKeylen)} of the logged baskets "
+     "of file (by identity); empties the log."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -279,6 +358,10 @@ static PyGetSetDef task_getset[] = {
      NULL},
     {"codecs", (getter)task_get_codecs, NULL,
      "Per codec used: [wall, cpu, compressed bytes in, bytes out], a new dict.", NULL},
+    {"baskets", (getter)task_get_baskets, NULL,
+     "(file, seek, fNbytes, fObjlen + fKeylen) of each uproot basket the task parsed since "
+     "the log was last taken, a new list.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -313,8 +396,6 @@ static PyMemberDef task_members[] = {
      "uproot chunk or basket whose attributes the hooks could not read (its wait passed on "
      "untimed or its bytes uncounted, its TKey sizes not logged)."},
     {"item", T_OBJECT, offsetof(TaskPhases, item), 0, "The coffea WorkItem of the task, or None."},
-    {"baskets", T_OBJECT, offsetof(TaskPhases, baskets), READONLY,
-     "(file, seek, fNbytes, fObjlen + fKeylen) of each uproot basket the task parsed, a list."},
     {"output_measured", T_BOOL, offsetof(TaskPhases, output_measured), 0,
      "Whether the output was compressed inside the task (coffea's compression on)."},
     {"in_work", T_BOOL, offsetof(TaskPhases, in_work), 0,
@@ -367,8 +448,9 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
 
 /* Four kinds, one call function each: a plain hook charges its call to
  * phase; a codec hook also adds the call to its codec's totals; a deferring
- * hook only passes its call on and returns a result of type defer (work the
- * caller runs later, a virtual column's generator) as a plain hook; a
+ * hook only passes its call on, and a result that is a functools.partial
+ * (work the caller runs later, a virtual column's generator) is rewired in
+ * place to run through its builder, a plain hook of phase; a
  * chunk-wait hook is uproot's Chunk.wait: it times only a wait for bytes
  * from the source (chunk_reads) and adds them to the task's read_bytes; a
  * basket hook is uproot's TBasket.read_members, passed on (it has no phase)
@@ -386,6 +468,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     hook_spec spec;
+    PyObject *builder; /* a deferring hook's: the plain hook its results are rewired to call */
     vectorcallfunc vectorcall;
 } PhaseHook;
 
@@ -457,6 +540,61 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
     return result;
 }
 
+/* call_through(f, *args, **kwargs) is f(*args, **kwargs): what a builder
+ * hook wraps, so that one hook times every rewired partial. */
+static PyObject *call_through(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    (void)self;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_through needs the function to call");
+        return NULL;
+    }
+    return PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), kwnames);
+}
+
+static PyObject *str_reduce, *str_setstate; /* interned at module init */
+
+static PyMethodDef call_through_def = {"call_through", (PyCFunction)(void (*)(void))call_through,
+                                       METH_FASTCALL | METH_KEYWORDS, NULL};
+static PyObject *call_through_func;
+
+/* partial(f, *args, **kw) becomes partial(call_through hooked, f, *args, **kw),
+ * the same object: a virtual column's generator is then timed when it runs,
+ * and no object of ours lives as long as the column (a new one per column
+ * would add a hundred objects per chunk to what the garbage collector
+ * counts). Reads the state with __reduce__ (which does not make a __dict__)
+ * and sets it with __setstate__, functools.partial's own pickling. */
+static int rewire_partial(PyObject *partial, PyObject *builder)
+{
+    PyObject *reduced = PyObject_CallMethodNoArgs(partial, str_reduce);
+    PyObject *state = NULL, *rewired = NULL;
+    if (!reduced)
+        return -1;
+    if (!PyTuple_Check(reduced) || PyTuple_GET_SIZE(reduced) != 3 ||
+        !PyTuple_Check(state = PyTuple_GET_ITEM(reduced, 2)) || PyTuple_GET_SIZE(state) != 4 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(state, 1))) {
+        Py_DECREF(reduced);
+        PyErr_SetString(PyExc_TypeError, "not a functools.partial's state");
+        return -1;
+    }
+    PyObject *args = PyTuple_GET_ITEM(state, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *through = PyTuple_New(n + 1);
+    if (through) {
+        PyTuple_SET_ITEM(through, 0, Py_NewRef(PyTuple_GET_ITEM(state, 0)));
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(through, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        rewired = Py_BuildValue("(ONOO)", builder, through, PyTuple_GET_ITEM(state, 2),
+                                PyTuple_GET_ITEM(state, 3));
+    }
+    PyObject *done = rewired ? PyObject_CallMethodOneArg(partial, str_setstate, rewired) : NULL;
+    Py_XDECREF(done);
+    Py_XDECREF(rewired);
+    Py_DECREF(reduced);
+    return done ? 0 : -1;
+}
+
 static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PhaseHook *hook = (PhaseHook *)self;
@@ -465,17 +603,11 @@ static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf
     if (!task || !result)
         return result;
     task->passed++;
-    if (!PyObject_TypeCheck(result, hook->spec.defer))
-        return result;
-    hook_spec plain = {.func = result, .phase = hook->spec.phase, .codec = -1};
-    PyObject *hooked = hook_alloc(Py_TYPE(hook), &plain);
-    if (!hooked) { /* unmeasured, not broken */
-        PyErr_Clear();
+    if (Py_IS_TYPE(result, hook->spec.defer) && rewire_partial(result, hook->builder) < 0) {
+        PyErr_Clear(); /* unmeasured, not broken */
         task->errors++;
-        return result;
     }
-    Py_DECREF(result);
-    return hooked;
+    return result;
 }
 
 /* The uproot attributes the chunk-wait and basket hooks read (interned at module init). */
@@ -567,8 +699,18 @@ static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf,
     return result;
 }
 
-/* Appends (file, seek, fNbytes, fObjlen + fKeylen) of the basket uproot has
- * just parsed to the task's baskets: the chunk's byte accounting takes the
+/* Whether value (NULL after a failed lookup) is an int that fits *n; an
+ * exception is set when not. Stops at the first failure: *ok stays false. */
+static void read_long_long(PyObject *value, long long *n, bool *ok)
+{
+    if (!*ok)
+        return;
+    *n = value ? PyLong_AsLongLong(value) : -1;
+    *ok = value && !(*n == -1 && PyErr_Occurred());
+}
+
+/* Logs (file, seek, fNbytes, fObjlen + fKeylen) of the basket uproot has
+ * just parsed in the task's baskets: the chunk's byte accounting takes the
  * sizes from there instead of reading the TKey again. */
 static int log_basket(TaskPhases *task, PyObject *basket)
 {
@@ -579,11 +721,17 @@ static int log_basket(TaskPhases *task, PyObject *basket)
     PyObject *nbytes = seek ? PyObject_GetItem(members, str_fNbytes) : NULL;
     PyObject *objlen = nbytes ? PyObject_GetItem(members, str_fObjlen) : NULL;
     PyObject *keylen = objlen ? PyObject_GetItem(members, str_fKeylen) : NULL;
-    PyObject *size = keylen ? PyNumber_Add(objlen, keylen) : NULL;
-    PyObject *entry = size ? PyTuple_Pack(4, file, seek, nbytes, size) : NULL;
-    int rc = entry ? PyList_Append(task->baskets, entry) : -1;
-    Py_XDECREF(entry);
-    Py_XDECREF(size);
+    long long at = 0, size = 0, data = 0, key = 0, full = 0;
+    bool ok = true;
+    read_long_long(seek, &at, &ok);
+    read_long_long(nbytes, &size, &ok);
+    read_long_long(objlen, &data, &ok);
+    read_long_long(keylen, &key, &ok);
+    if (ok && __builtin_add_overflow(data, key, &full)) {
+        PyErr_SetString(PyExc_OverflowError, "fObjlen + fKeylen");
+        ok = false;
+    }
+    int rc = ok ? basket_log_add(&task->baskets, file, at, size, full) : -1;
     Py_XDECREF(keylen);
     Py_XDECREF(objlen);
     Py_XDECREF(nbytes);
@@ -631,7 +779,25 @@ static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
     Py_XINCREF(spec->defer);
     Py_XINCREF(spec->chunk);
     hook->vectorcall = call_of(spec);
+    if (spec->defer) {
+        hook_spec plain = {.func = call_through_func, .phase = spec->phase, .codec = -1};
+        if (!(hook->builder = hook_alloc(type, &plain))) {
+            Py_DECREF(hook);
+            return NULL;
+        }
+    }
     return (PyObject *)hook;
+}
+
+/* functools.partial (a borrowed reference, kept by functools), or NULL with
+ * an exception. */
+static PyObject *partial_type(void)
+{
+    PyObject *functools = PyImport_ImportModule("functools");
+    PyObject *partial = functools ? PyObject_GetAttrString(functools, "partial") : NULL;
+    Py_XDECREF(functools);
+    Py_XDECREF(partial);
+    return partial;
 }
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -656,8 +822,13 @@ static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "func must be callable");
         return NULL;
     }
-    if ((defer != Py_None && !PyType_Check(defer)) || (chunk != Py_None && !PyType_Check(chunk))) {
-        PyErr_SetString(PyExc_TypeError, "defer and chunk must be types");
+    if (chunk != Py_None && !PyType_Check(chunk)) {
+        PyErr_SetString(PyExc_TypeError, "chunk must be a type");
+        return NULL;
+    }
+    if (defer != Py_None && defer != partial_type()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "defer must be functools.partial");
         return NULL;
     }
     spec.phase = -1;
@@ -677,6 +848,7 @@ static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
     Py_VISIT(hook->spec.func);
     Py_VISIT(hook->spec.defer);
     Py_VISIT(hook->spec.chunk);
+    Py_VISIT(hook->builder);
     return 0;
 }
 
@@ -685,6 +857,7 @@ static int hook_clear(PhaseHook *hook)
     Py_CLEAR(hook->spec.func);
     Py_CLEAR(hook->spec.defer);
     Py_CLEAR(hook->spec.chunk);
+    Py_CLEAR(hook->builder);
     return 0;
 }
 
@@ -767,7 +940,8 @@ static PyGetSetDef hook_getset[] = {
 static PyMemberDef hook_members[] = {
     {"__wrapped__", T_OBJECT_EX, offsetof(PhaseHook, spec.func), READONLY, "The wrapped function."},
     {"defer", T_OBJECT, offsetof(PhaseHook, spec.defer), READONLY,
-     "The type of result it returns hooked (its call itself passed on), or None."},
+     "functools.partial when the partials it returns are rewired to be timed (its call "
+     "itself passed on), or None."},
     {"chunk", T_OBJECT, offsetof(PhaseHook, spec.chunk), READONLY,
      "A chunk-wait hook's in-memory future type (uproot's TrivialFuture), or None."},
     {"basket", T_BOOL, offsetof(PhaseHook, spec.basket), READONLY,
@@ -787,8 +961,9 @@ PyTypeObject roastpy_PhaseHookType = {
               "basket=False)\n\n"
               "func, its time charged to phase when the calling thread runs a measured task.\nWith "
               "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
-              "len(data) and len(result) are added to the task's codecs.\nWith defer (a type), the "
-              "call is passed on and a result of that type is returned as a PhaseHook of phase.\n"
+              "len(data) and len(result) are added to the task's codecs.\nWith defer "
+              "(functools.partial), the call is passed on and a partial it returns is rewired in "
+              "place to run through a PhaseHook of phase.\n"
               "With chunk (uproot's TrivialFuture), func is uproot's Chunk.wait: only a wait for "
               "bytes from the source is timed (_raw_data None, and _future not a chunk instance "
               "unless _is_memmap), and its _stop - _start added to the task's read_bytes.\nWith "
@@ -830,6 +1005,17 @@ static int add_names(PyObject *module, const char *attribute, const char *const 
 
 int roastpy_phases_init(PyObject *module)
 {
+    if (!call_through_func) { /* a module function: a rewired partial pickles by reference */
+        PyObject *name = PyModule_GetNameObject(module);
+        call_through_func = name ? PyCFunction_NewEx(&call_through_def, NULL, name) : NULL;
+        Py_XDECREF(name);
+        if (!call_through_func || PyModule_AddObjectRef(module, "call_through", call_through_func) < 0)
+            return -1;
+    }
+    if (!str_reduce && !(str_reduce = PyUnicode_InternFromString("__reduce__")))
+        return -1;
+    if (!str_setstate && !(str_setstate = PyUnicode_InternFromString("__setstate__")))
+        return -1;
     for (size_t i = 0; i < UPROOT_NAMES; i++)
         if (!*uproot_strs[i] && !(*uproot_strs[i] = PyUnicode_InternFromString(uproot_names[i])))
             return -1;
@@ -840,6 +1026,9 @@ int roastpy_phases_init(PyObject *module)
 
 void roastpy_phases_free(void)
 {
+    Py_CLEAR(call_through_func);
+    Py_CLEAR(str_reduce);
+    Py_CLEAR(str_setstate);
     for (int i = 0; i < ROAST_PHASE_COUNT; i++)
         Py_CLEAR(phase_strs[i]);
     for (int i = 0; i < ROAST_CODEC_COUNT; i++)

@@ -288,7 +288,25 @@ def test_a_task_logs_the_tkey_sizes_of_the_baskets_it_parses(
         ]
     (task,) = finished
     assert task.baskets == expected and len(expected) > 0
+    assert task.take_baskets(object()) == {} and task.baskets == []  # taking empties the log
     assert TaskPhases().baskets == []
+
+
+def test_the_basket_log_is_taken_per_file(cms_data: Path, finished: list[TaskPhases]) -> None:
+    with uproot.open(cms_data / "nano_dy.root", array_cache=None) as file:
+        branches = file["Events"]["Muon_pt"], file["Events"]["Muon_eta"]
+        phases.run_task(lambda: [branch.array() for branch in branches], (), {})
+        (task,) = finished
+        taken = task.take_baskets(file.file)
+        expected = {
+            int(branch.member("fBasketSeek")[number]): (
+                branch.basket_compressed_bytes(number),
+                branch.basket_uncompressed_bytes(number),
+            )
+            for branch in branches
+            for number in range(branch.num_baskets)
+        }
+    assert taken == expected and task.baskets == [] and task.take_baskets(file.file) == {}
 
 
 def test_a_basket_that_cannot_be_logged_is_counted_and_parsed(
@@ -391,19 +409,42 @@ def test_a_codec_hook_totals_its_decompressions(finished: list[TaskPhases]) -> N
     assert hooked(codec, b"ab", 2) == b"xx"  # outside a task: only the call
 
 
-def test_a_deferring_hook_hands_back_its_result_hooked(finished: list[TaskPhases]) -> None:
+def burn_then_len(key: str) -> int:
+    """A virtual column's generator: CPU spent, then the column."""
+    burn(0.01)
+    return len(key)
+
+
+def test_a_deferring_hook_rewires_the_partial_it_returns(finished: list[TaskPhases]) -> None:
     def lookup(key: str) -> object:
-        return functools.partial(len, key) if key.startswith("virtual") else key
+        return functools.partial(burn_then_len, key) if key.startswith("virtual") else key
 
     hooked = _native.PhaseHook(lookup, "interpret", defer=functools.partial)
     results: list[object] = []
     phases.run_task(lambda: results.extend(hooked(k) for k in ("virtual_pt", "eta")), (), {})
     generator, plain = results
-    assert isinstance(generator, _native.PhaseHook) and generator.phase == "interpret"
-    assert isinstance(generator.__wrapped__, functools.partial) and plain == "eta"
-    (task,) = finished
-    assert (task.switches, task.passed) == (0, 2)  # the lookups themselves are not timed
-    assert isinstance(hooked("virtual_eta"), functools.partial)  # outside a task: unhooked
+    # the same partial, not an object of ours beside it: it calls the original through a hook
+    assert isinstance(generator, functools.partial) and plain == "eta"
+    assert isinstance(generator.func, _native.PhaseHook) and generator.func.phase == "interpret"
+    assert generator.args == (burn_then_len, "virtual_pt") and generator.keywords == {}
+    lookups = finished.pop()
+    assert (lookups.switches, lookups.passed) == (0, 2)  # the lookups themselves are not timed
+    assert phases.run_task(generator, (), {}) == len("virtual_pt")  # the column being built
+    (built,) = finished
+    assert built.switches == 1 and built.cpu["interpret"] >= 0.01
+    copy = pickle.loads(pickle.dumps(generator))  # a generator may travel with its array
+    assert copy() == len("virtual_pt") and copy.func.phase == "interpret"
+    outside = hooked("virtual_eta")
+    assert outside.func is burn_then_len  # outside a task: untouched
+
+
+def test_a_deferring_hook_keeps_a_partials_keywords_and_dict(finished: list[TaskPhases]) -> None:
+    made = functools.partial(int, "ff", base=16)
+    made.note = "kept"
+    hooked = _native.PhaseHook(lambda: made, "interpret", defer=functools.partial)
+    assert phases.run_task(hooked, (), {}) is made
+    assert made.args == (int, "ff") and made.keywords == {"base": 16} and made.note == "kept"
+    assert made() == 255
 
 
 def test_a_chunk_wait_hook_times_only_waits_for_the_source(
@@ -461,15 +502,17 @@ def test_a_read_whose_size_cannot_be_told_is_counted_and_the_wait_goes_on(
 def test_hook_kinds_are_checked_and_pickle() -> None:
     with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
         _native.PhaseHook(len, "decompress", codec="GZIP")
-    with pytest.raises(TypeError, match="defer and chunk must be types"):
+    with pytest.raises(TypeError, match=r"defer must be functools\.partial"):
         _native.PhaseHook(len, "interpret", defer=3)
+    with pytest.raises(TypeError, match=r"defer must be functools\.partial"):
+        _native.PhaseHook(len, "interpret", defer=tuple)
     with pytest.raises(TypeError, match="one of codec, defer, chunk and basket"):
         _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
     with pytest.raises(TypeError, match="only it, has no phase"):
         _native.PhaseHook(len, "interpret", basket=True)
     with pytest.raises(TypeError, match="only it, has no phase"):
         _native.PhaseHook(len, None)
-    with pytest.raises(TypeError, match="defer and chunk must be types"):
+    with pytest.raises(TypeError, match="chunk must be a type"):
         _native.PhaseHook(len, "read", chunk="TrivialFuture")
     with pytest.raises(TypeError, match="must be callable"):
         _native.PhaseHook(3, "read")

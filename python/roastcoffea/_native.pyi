@@ -138,6 +138,9 @@ class TaskPhases:
     def leave(self) -> float: ...
     def rebase(self, phase: str) -> None: ...
     def close(self) -> float: ...
+    def take_baskets(self, file: Any) -> dict[int, tuple[int, int]]:
+        """``{seek: (fNbytes, fObjlen + fKeylen)}`` of the logged baskets of ``file`` (by
+        identity); empties the log."""
 
 class Around:
     """``func`` called between ``enter`` and ``leave``, with no Python frame of its own.
@@ -161,12 +164,14 @@ class PhaseHook:
     """``func``, its time charged to ``phase`` when the calling thread runs a measured task.
 
     With ``codec``, ``func`` is a codec's ``decompress(data, ...)`` whose calls add to the
-    task's ``codecs``; with ``defer``, the call is passed on and a result of that type is
-    returned as a ``PhaseHook`` of ``phase``; with ``chunk`` (uproot's ``TrivialFuture``),
+    task's ``codecs``; with ``defer`` (``functools.partial``), the call is passed on and a
+    partial it returns is rewired in place to call its function through a ``PhaseHook`` of
+    ``phase`` (:func:`call_through`); with ``chunk`` (uproot's ``TrivialFuture``),
     ``func`` is uproot's ``Chunk.wait``: only a wait for bytes from the source is timed, and
     its bytes are added to the task's ``read_bytes``; with ``basket`` (``phase`` None),
     ``func`` is uproot's ``TBasket.read_members``: the call is passed on and the basket's
-    (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's ``baskets``.
+    (file, seek, fNbytes, fObjlen + fKeylen) logged in the task (``baskets``,
+    ``take_baskets``).
     """
 
     def __init__(
@@ -195,6 +200,9 @@ class PhaseHook:
     def chunk(self) -> type | None: ...
     @property
     def basket(self) -> bool: ...
+
+def call_through(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``: what a deferring hook's rewired partials call, hooked."""
 
 def current_task() -> TaskPhases | None:
     """The clock of the task this thread runs."""

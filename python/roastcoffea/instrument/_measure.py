@@ -234,13 +234,8 @@ class Measure:
 def _parsed_baskets(file: Any) -> dict[int, tuple[int, int]]:
     """``{seek: (fNbytes, fObjlen + fKeylen)}`` of the baskets of ``file`` the task parsed.
 
-    Takes the thread's task's basket log (:attr:`TaskPhases.baskets`), so it holds
-    one chunk's baskets at most; empty outside a measured task.
+    Takes the thread's task's basket log (:meth:`TaskPhases.take_baskets`), so it
+    holds one chunk's baskets at most; empty outside a measured task.
     """
     clock = current_clock()
-    if clock is None:
-        return {}
-    log = clock.baskets
-    parsed = {seek: (nbytes, size) for owner, seek, nbytes, size in log if owner is file}
-    log.clear()
-    return parsed
+    return {} if clock is None else clock.take_baskets(file)
