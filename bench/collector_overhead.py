@@ -2,25 +2,48 @@
 
 What it measures: the ``Analysis`` processor of ``bench/workload.py`` (leading dijet mass and
 good muons in two ``track_time`` sections) on the demo's synthetic NanoAOD, with coffea
-``Runner`` + ``DaskExecutor`` on ``LocalCluster(n_workers=2, threads_per_worker=1,
+``Runner`` + ``DaskExecutor`` on ``LocalCluster(n_workers=1, threads_per_worker=1,
 processes=True)``, at two chunk sizes:
 
 - 1,000-event chunks: 200,000 events in 2 files, 200 chunks per run;
 - 100,000-event chunks: 2,000,000 events in 8 files read four times (four datasets of the
   same files), 96 chunks per run.
 
-A run is long enough (about 10 s of the workers' time at either size) that what the
-collector costs once per run (entering and leaving ``MetricsCollector``: a round trip to
-the scheduler, the flush, the snapshot) weighs little against the chunks; it is timed apart
-and reported as the run's fixed cost.
+A run is long enough (10-20 s of the worker's time at either size) that what the collector
+costs once per run (entering and leaving ``MetricsCollector``: a round trip to the
+scheduler, the flush, the snapshot) weighs little against the chunks; it is timed apart and
+reported as the run's fixed cost.
 
 Two such clusters run side by side, as long-lived clusters: one with the roastcoffea plugin
-registered, one without. Each round runs two variants, in alternating order:
+registered, one without. Each round runs two variants at once, each on its cluster (two
+client threads; the schedulers and the clients run in this process):
 
 - bare: the undecorated processor, on the cluster without the plugin;
 - collected: ``@track_metrics`` on the cluster with the plugin, the run inside
   ``MetricsCollector(client)`` with ``set_coffea_report``; timed from before ``__enter__``
   to after ``__exit__`` (the two also timed alone).
+
+While they run, each worker process is pinned (every thread of it, ``sched_setaffinity``)
+to one of two cores, and the two swap cores every 0.2 s (:class:`CoreRotation`). So each
+worker runs alone on a core, as a cluster on cores of its own does; both variants run under
+the same machine at the same moment; and each spends half its time on each core, so a core
+faster than the other favours neither. All three matter on this machine:
+
+- one after the other, two runs a few seconds apart differ by 3-5 % of their workers' CPU
+  (standard deviation of the ratio): this machine's speed drifts from run to run;
+- at once with two workers per cluster on the two shared cores (the design until
+  2026-11-27), the ratio was precise (0.85 %) but biased: both variants paid for sharing
+  the cores (about 8 % more CPU each) and the monitored one paid more (at 100,000-event
+  chunks 1.0082, 95 % CI 1.0057-1.0107, against 0.9990, 0.9907-1.0074, one after the other
+  in the same rounds);
+- at once, one worker each, pinned to a fixed core (swapping at the half-way swap below):
+  2.7 % per round, the cores' speeds differing by 1-3 % and drifting; unpinned, 2.0 %.
+
+With the cores taken in turn the ratio varies by 0.87 % per round, as precise as the shared
+cores, and the one that finishes first leaves the other nothing it could use, so the wall
+is read at once too. ``--alone`` also runs the two variants one after the other in every
+round (in alternating order), each worker free to use both cores: a check of the runs at
+once.
 
 Before each run, every worker of the measured cluster collects its garbage in full, untimed:
 full collections are 10-25 % of the workers' CPU here (6-8 per run at 100,000-event chunks,
@@ -41,10 +64,8 @@ average over where a run ends.
 The plugin stays registered across rounds, as on a facility's cluster (registering and
 removing it every round would throw away the workers' specialised code in both variants).
 Halfway, the clusters swap roles (the plugin removed from one and registered on the other,
-then a warm-up run of each): each set of worker processes runs half the rounds of each
-variant, so a speed of their own does not count as the plugin's. Only the measured
-cluster's workers are read; the idle cluster's own background (its heartbeats, the plugin's
-sampler) shares the machine with either variant.
+then a warm-up run of both): each worker process runs half the rounds of each variant, so
+a speed of its own does not count as the plugin's.
 
 Per round, paired: the wall-time ratio collected / bare, the ratio of the workers' CPU
 seconds (``os.times()`` of each worker process, read outside the timer: every thread, the
@@ -58,15 +79,6 @@ average, so rounds on the same clusters are not independent samples of the cost.
 figures are means over the blocks' means with their 95 % confidence intervals (Student's t
 over the blocks); the per-block CPU ratios and the interval the rounds alone would give are
 printed too.
-
-Each round then runs the two variants at once, each on its cluster (two client threads), for
-the workers' CPU alone. This machine's speed drifts from one run to the next: two identical
-bare runs a few seconds apart differ by 2.6-5 % of their workers' CPU (standard deviation of
-the ratio), two run at once by 1.3 %, so the runs at once measure the CPU cost about four times
-as precisely for the same rounds. Both variants pay for sharing the cores (about 20 % more CPU
-each than alone), so the ratio holds and the milliseconds per chunk are those of a busy
-machine. The wall is read from the runs one after the other only: at once, the variant that
-finishes first leaves the other the whole machine. The CPU verdicts use the runs at once.
 
 Targets: collected / bare <= 1.02 at 1,000-event chunks and <= 1.005 at 100,000-event
 chunks, on the wall and on the workers' CPU; <= 1 ms of workers' CPU per chunk.
@@ -92,7 +104,9 @@ first. Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import sys
 import time
@@ -119,6 +133,9 @@ QUICK_SIZES = {1_000: (20_000, 1, 1), 50_000: (400_000, 4, 1)}
 #: chunk size -> the largest collected / bare ratio the target allows.
 TARGETS = {1_000: 1.02, 100_000: 1.005}
 TARGET_MS_PER_CHUNK = 1.0
+#: The two cores the runs at once use, and how often their workers swap them.
+CORES = sorted(os.sched_getaffinity(0))[:2] if hasattr(os, "sched_getaffinity") else []
+ROTATION_SECONDS = 0.2
 
 
 # --- one version, in its own process -------------------------------------------------
@@ -209,6 +226,49 @@ def worker_cpu_seconds(dask_worker: Any) -> tuple[float, ...]:
     )
 
 
+def set_affinity(pid: int, cores: set[int]) -> None:
+    """Every thread of process ``pid`` on ``cores``; threads it starts later inherit it."""
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            os.sched_setaffinity(int(thread), cores)
+
+
+class CoreRotation:
+    """Two worker processes, each alone on one of two cores, swapping cores every
+    ``period`` seconds while the ``with`` block runs; then free to run on any core.
+
+    Each worker runs about half the time on each core, so a core faster than the other
+    (they drift by a few per cent here) favours neither, and neither shares its core with
+    the other.
+    """
+
+    def __init__(self, pids: list[int], cores: list[int], period: float) -> None:
+        import threading
+
+        self.pids, self.cores, self.period = pids, cores, period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._rotate, daemon=True)
+
+    def _rotate(self) -> None:
+        turn = 0
+        while True:
+            for i, pid in enumerate(self.pids):
+                set_affinity(pid, {self.cores[(i + turn) % 2]})
+            turn += 1
+            if self._stop.wait(self.period):
+                return
+
+    def __enter__(self) -> CoreRotation:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for pid in self.pids:
+            set_affinity(pid, set(self.cores))
+
+
 def workers_cpu(client: Any) -> tuple[float, ...]:
     """:func:`worker_cpu_seconds` summed over the client's workers."""
     readings = list(client.run(worker_cpu_seconds).values())
@@ -255,8 +315,7 @@ class Rounds:
     def warm_up(self) -> None:
         """A run of each variant, not measured: imports, page cache, tree indexes, hooks."""
         kept = len(self.parts)
-        for variant in ("bare", "collected"):
-            self.run(variant, (0, 0))
+        self.run_together((0, 0))
         del self.parts[kept:]
 
     def phase(self) -> tuple[int, int]:
@@ -273,10 +332,12 @@ class Rounds:
             samples[variant] = self.run(variant, phase)
 
         threads = [threading.Thread(target=one, args=(v,)) for v in ("bare", "collected")]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        pids = [pid for client in self.clients.values() for pid in client.run(os.getpid).values()]
+        with CoreRotation(pids, CORES, ROTATION_SECONDS):
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         missing = {"bare", "collected"} - samples.keys()
         if missing:
             raise RuntimeError(f"the together run of {sorted(missing)} failed")
@@ -336,7 +397,7 @@ def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def child(
-    files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int
+    files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int, alone: bool
 ) -> dict[str, Any]:
     """Run in one Python process: ``blocks`` blocks of ``rounds`` rounds, each block on two
     new clusters (a warm-up of each variant, the clusters swapping roles and warming up
@@ -359,7 +420,7 @@ def child(
             for _ in range(2):
                 cluster = stack.enter_context(
                     LocalCluster(
-                        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+                        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
                     )
                 )
                 clients.append(stack.enter_context(Client(cluster)))
@@ -369,10 +430,11 @@ def child(
                 if i and i == rounds // 2:
                     rounds_.swap()
                     rounds_.warm_up()
-                order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
-                phase = rounds_.phase()
-                for variant in order:
-                    samples[variant].append(rounds_.run(variant, phase))
+                if alone:
+                    order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
+                    phase = rounds_.phase()
+                    for variant in order:
+                        samples[variant].append(rounds_.run(variant, phase))
                 for variant, sample in rounds_.run_together(rounds_.phase()).items():
                     together[variant].append(sample)
             parts += rounds_.parts
@@ -386,10 +448,17 @@ def child(
 
 
 def spawn(
-    python: str, files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int
+    python: str,
+    files: list[str],
+    chunksize: int,
+    datasets: int,
+    rounds: int,
+    blocks: int,
+    alone: bool,
 ) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
     args = ["--child", "--rounds", str(rounds), "--blocks", str(blocks)]
+    args += ["--alone"] if alone else []
     args += ["--chunksize", str(chunksize)]
     args += ["--datasets", str(datasets), *files]
     return run_child(python, __file__, args, RESULT)
@@ -414,8 +483,7 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
             figures[prefix + key] = [1e3 * (c[i] - b[i]) / chunks for b, c in pairs]
         figures[prefix + "faults"] = [(c[6] - b[6]) / chunks for b, c in pairs]
         figures[prefix + "full_gcs"] = [c[8] - b[8] for b, c in pairs]
-        if not prefix:
-            figures["wall"] = [c[0] / b[0] for b, c in pairs]
+        figures[prefix + "wall"] = [c[0] / b[0] for b, c in pairs]
     return figures
 
 
@@ -431,7 +499,9 @@ def block_means(values: list[float], blocks: int) -> list[float]:
 
 
 def shown(values: list[float], digits: int) -> str:
-    """The mean of ``values`` and its 95 % confidence interval."""
+    """The mean of ``values`` and its 95 % confidence interval; "-" for none."""
+    if not values:
+        return "-"
     mean, low, high = interval(values)
     return f"{mean:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
 
@@ -440,28 +510,31 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
     rows, figures = [], {}
     for name, result in results.items():
         if "error" in result:
-            rows.append([name, "-", "-", "-", "not measured"])
+            rows.append([name, "-", "-", "-", "-", "-", "not measured"])
             continue
         rounds = paired(result, chunks)
         blocks = result.get("blocks", 1)
         # One figure per block: a block's clusters are new worker processes, each with a
         # speed of its own, so blocks, not rounds, are the independent samples.
         figures[name] = {key: block_means(v, blocks) for key, v in rounds.items()}
-        if blocks > 1 and rounds["together_cpu"]:
+        if blocks > 1:
             print(
-                f"{name}, {blocks} blocks of {len(rounds['cpu']) // blocks} rounds; workers' CPU "
-                f"at once per block: {', '.join(f'{v:.4f}' for v in figures[name]['together_cpu'])}"
-                f"; over the rounds taken as independent: {shown(rounds['together_cpu'], 4)}"
+                f"{name}, {blocks} blocks of {len(rounds['together_cpu']) // blocks} rounds; "
+                "workers' CPU at once per block: "
+                f"{', '.join(f'{v:.4f}' for v in figures[name]['together_cpu'])}; over the "
+                f"rounds taken as independent: {shown(rounds['together_cpu'], 4)}"
             )
-        collected = result["samples"]["collected"]
+        collected = result["together"]["collected"]
         wall = median([c[0] for c in collected])
         fixed = median([c[2] for c in collected])
         rows.append(
             [
                 f"{name} ({result['version']})",
+                shown(figures[name]["together_wall"], 4),
+                shown(figures[name]["together_cpu"], 4),
+                shown(figures[name]["together_ms"], 2),
                 shown(figures[name]["wall"], 4),
                 shown(figures[name]["cpu"], 4),
-                shown(figures[name]["ms"], 2),
                 f"{wall:.2f}",
                 f"{1e3 * fixed:.0f} ({100 * fixed / wall:.2f}%)",
             ]
@@ -471,6 +544,8 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         "wall (95% CI)",
         "workers CPU (95% CI)",
         "workers CPU ms per chunk (95% CI)",
+        "alone: wall",
+        "alone: workers CPU",
         "median wall s",
         "enter + exit ms (of the wall)",
     ]
@@ -481,53 +556,46 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
     ours = figures.get("ours")
     if ours is None:
         return
-    for name, figure in figures.items():
-        if figure["together_cpu"]:
-            print(
-                f"{name}, both variants at once: workers' CPU {shown(figure['together_cpu'], 4)}, "
-                f"ms per chunk {shown(figure['together_ms'], 2)}"
-            )
-    # The workers' CPU from the runs at once where there are some: the machine's speed
-    # drifts between runs, not between two clusters running together.
-    cpu_key, ms_key = ("together_cpu", "together_ms") if ours["together_cpu"] else ("cpu", "ms")
     target = TARGETS.get(chunksize)
-    wall_high, cpu_high, ms_high = (interval(ours[k])[2] for k in ("wall", cpu_key, ms_key))
+    wall_high, cpu_high, ms_high = (
+        interval(ours[k])[2] for k in ("together_wall", "together_cpu", "together_ms")
+    )
     if target is not None:
         print(
-            f"ours, upper end of the 95% CI: wall {wall_high:.4f} (one after the other), "
-            f"workers' CPU {cpu_high:.4f} (at once); target <= {target}: "
-            f"wall {verdict(wall_high <= target)}, CPU {verdict(cpu_high <= target)}"
+            f"ours, upper end of the 95% CI: wall {wall_high:.4f}, workers' CPU {cpu_high:.4f}; "
+            f"target <= {target}: wall {verdict(wall_high <= target)}, "
+            f"CPU {verdict(cpu_high <= target)}"
         )
     print(
-        f"ours, cost per chunk (at once): upper end {ms_high:.2f} ms, "
+        f"ours, cost per chunk: upper end {ms_high:.2f} ms, "
         f"target <= {TARGET_MS_PER_CHUNK} ms: {verdict(ms_high <= TARGET_MS_PER_CHUNK)}"
     )
-    report_parts(results["ours"]["parts"], ours, "together_" if ours["together_cpu"] else "")
+    report_parts(results["ours"]["parts"], ours)
     theirs = figures.get("0.1.2")
     if theirs is not None:
-        theirs_ms, ours_ms = interval(theirs[ms_key])[0], interval(ours[ms_key])[0]
+        theirs_ms, ours_ms = interval(theirs["together_ms"])[0], interval(ours["together_ms"])[0]
         if ours_ms > 0:
             print(f"0.1.2's cost per chunk / ours: {theirs_ms / ours_ms:.1f}x")
         else:  # os.times() counts 10 ms ticks: a short run can read no difference at all
             print(f"0.1.2's cost per chunk: {theirs_ms:.2f} ms; ours measured none")
 
 
-def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]], runs: str) -> None:
-    """The cost per chunk by thread: the tasks' (Dask's own thread-cpu, with what the
-    collected runs measured of themselves), the event loops', and the rest; of the runs
-    at once if ``runs`` is ``"together_"``, else of those one after the other."""
+def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]]) -> None:
+    """The cost per chunk by thread, of the runs at once: the tasks' (Dask's own
+    thread-cpu, with what the collected runs measured of themselves), the event loops',
+    and the rest."""
     chunks = sum(p["num_chunks"] or 0 for p in parts)
     if not chunks or any(p["instrument_cpu_seconds"] is None for p in parts):
         print("parts: the collected runs did not report their own cost")
         return
 
-    which = "the runs at once" if runs else "the runs one after the other"
+    runs = "together_"
     every, tasks, loops = (ours[runs + key] for key in ("ms", "task_ms", "loop_ms"))
     others = [m - t - loop for m, t, loop in zip(every, tasks, loops, strict=True)]
     own = 1e3 * sum(p["instrument_cpu_seconds"] for p in parts) / chunks
     clock = 1e3 * sum(p["phase_clock_seconds"] or 0.0 for p in parts) / chunks
     print(
-        f"ours, where a chunk's cost goes (ms per chunk, {which}): all {shown(every, 3)}; "
+        f"ours, where a chunk's cost goes (ms per chunk): all {shown(every, 3)}; "
         "in the tasks' threads (Dask's thread-cpu) "
         f"{shown(tasks, 3)}, of which the instrumentation {own:.3f} (its measured thread CPU) and "
         f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops, 3)}; "
@@ -550,6 +618,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="small files, 2 blocks of 2 rounds")
     parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="also run the variants one after the other in every round (checks the runs at once)",
+    )
+    parser.add_argument(
         "--samples", type=Path, help="write every run's figures, per chunk size, to this JSON file"
     )
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
@@ -558,9 +631,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return answer_parent(
-            RESULT, child(args.paths, args.chunksize, args.datasets, args.rounds, args.blocks)
+            RESULT,
+            child(args.paths, args.chunksize, args.datasets, args.rounds, args.blocks, args.alone),
         )
 
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        parser.error("needs two cores this process may pin its workers to (Linux)")
     from roastcoffea.demo.nanoaod import ensure_files
 
     sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
@@ -585,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(python).exists():
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
-            results[name] = spawn(python, files, chunksize, datasets, rounds, blocks)
+            results[name] = spawn(python, files, chunksize, datasets, rounds, blocks, args.alone)
         report_size(chunksize, chunks, results)
         by_size[chunksize] = results
     if args.samples:
