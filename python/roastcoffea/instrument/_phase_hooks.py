@@ -6,9 +6,9 @@ only while the calling thread runs a measured task (see
 thread-local lookup. The hooks that run many times per chunk are native
 :class:`~roastcoffea._native.PhaseHook` s (no Python frame, few memory lines
 touched: they run between the analysis's array work, with the caches cold):
-those that charge a call to a phase, total a codec's bytes, hand back a
-virtual column's generator hooked, time uproot's waits for bytes from the
-source or log the baskets uproot parses. ``events()`` and the output's
+those that charge a call to a phase, total a codec's bytes, rewire a virtual
+column's generator to be timed, time uproot's waits for bytes from the source
+or log the baskets uproot parses. ``events()`` and the output's
 compression are Python around the same clock; the task and the work function,
 on the task's stack throughout, are :class:`~roastcoffea._native.Around` s:
 no frame of theirs for Dask's profiler to walk every 10 ms.
@@ -90,8 +90,9 @@ def _column(func: Callable[..., Any]) -> PhaseHook:
     """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator.
 
     The lookup itself is not timed: it runs inside ``events()`` (interpret) and, for a
-    virtual column, only makes the generator (a ``functools.partial``), returned hooked:
-    building the column is timed.
+    virtual column, only makes the generator (a ``functools.partial``), rewired in place to
+    run through a hook: building the column is timed, and no object of ours lives as long
+    as the column.
     """
     return PhaseHook(func, "interpret", defer=functools.partial)
 
@@ -137,7 +138,7 @@ def _basket(func: Callable[..., Any]) -> PhaseHook:
 
     The chunk's byte accounting needs each basket's fObjlen + fKeylen; uproot has just
     parsed them from the bytes it read, so the native basket hook keeps them in the task
-    (``TaskPhases.baskets``) and no header is read again.
+    (:meth:`TaskPhases.take_baskets`) and no header is read again.
     """
     return PhaseHook(func, None, basket=True)
 
