@@ -468,12 +468,11 @@ def spawn(
 
 
 def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
-    """Per round: wall ratio, workers' CPU ratio, and extra workers' CPU per chunk in ms,
-    all of it and the parts in the tasks' threads and the event loops; the same CPU
-    figures, prefixed ``together_``, of the runs of both variants at once."""
-    together = result.get("together", {"bare": [], "collected": []})
+    """Per round of the runs at once: wall ratio, workers' CPU ratio, and extra workers' CPU
+    per chunk in ms, all of it and its parts (threads, kernel, collector); the same figures,
+    prefixed ``alone_``, of the runs one after the other (``--alone``; none without)."""
     figures: dict[str, list[float]] = {}
-    for prefix, runs in (("", result["samples"]), ("together_", together)):
+    for prefix, runs in (("", result["together"]), ("alone_", result["samples"])):
         pairs = list(zip(runs["bare"], runs["collected"], strict=True))
         figures[prefix + "cpu"] = [c[1] / b[1] for b, c in pairs]
         # CPU seconds at 1 (the whole workers), 3 (tasks' threads), 4 (event loops),
@@ -519,10 +518,10 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         figures[name] = {key: block_means(v, blocks) for key, v in rounds.items()}
         if blocks > 1:
             print(
-                f"{name}, {blocks} blocks of {len(rounds['together_cpu']) // blocks} rounds; "
+                f"{name}, {blocks} blocks of {len(rounds['cpu']) // blocks} rounds; "
                 "workers' CPU at once per block: "
-                f"{', '.join(f'{v:.4f}' for v in figures[name]['together_cpu'])}; over the "
-                f"rounds taken as independent: {shown(rounds['together_cpu'], 4)}"
+                f"{', '.join(f'{v:.4f}' for v in figures[name]['cpu'])}; over the "
+                f"rounds taken as independent: {shown(rounds['cpu'], 4)}"
             )
         collected = result["together"]["collected"]
         wall = median([c[0] for c in collected])
@@ -530,11 +529,11 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         rows.append(
             [
                 f"{name} ({result['version']})",
-                shown(figures[name]["together_wall"], 4),
-                shown(figures[name]["together_cpu"], 4),
-                shown(figures[name]["together_ms"], 2),
                 shown(figures[name]["wall"], 4),
                 shown(figures[name]["cpu"], 4),
+                shown(figures[name]["ms"], 2),
+                shown(figures[name]["alone_wall"], 4),
+                shown(figures[name]["alone_cpu"], 4),
                 f"{wall:.2f}",
                 f"{1e3 * fixed:.0f} ({100 * fixed / wall:.2f}%)",
             ]
@@ -557,9 +556,7 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
     if ours is None:
         return
     target = TARGETS.get(chunksize)
-    wall_high, cpu_high, ms_high = (
-        interval(ours[k])[2] for k in ("together_wall", "together_cpu", "together_ms")
-    )
+    wall_high, cpu_high, ms_high = (interval(ours[k])[2] for k in ("wall", "cpu", "ms"))
     if target is not None:
         print(
             f"ours, upper end of the 95% CI: wall {wall_high:.4f}, workers' CPU {cpu_high:.4f}; "
@@ -573,7 +570,7 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
     report_parts(results["ours"]["parts"], ours)
     theirs = figures.get("0.1.2")
     if theirs is not None:
-        theirs_ms, ours_ms = interval(theirs["together_ms"])[0], interval(ours["together_ms"])[0]
+        theirs_ms, ours_ms = interval(theirs["ms"])[0], interval(ours["ms"])[0]
         if ours_ms > 0:
             print(f"0.1.2's cost per chunk / ours: {theirs_ms / ours_ms:.1f}x")
         else:  # os.times() counts 10 ms ticks: a short run can read no difference at all
@@ -589,8 +586,7 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]]) -> N
         print("parts: the collected runs did not report their own cost")
         return
 
-    runs = "together_"
-    every, tasks, loops = (ours[runs + key] for key in ("ms", "task_ms", "loop_ms"))
+    every, tasks, loops = (ours[key] for key in ("ms", "task_ms", "loop_ms"))
     others = [m - t - loop for m, t, loop in zip(every, tasks, loops, strict=True)]
     own = 1e3 * sum(p["instrument_cpu_seconds"] for p in parts) / chunks
     clock = 1e3 * sum(p["phase_clock_seconds"] or 0.0 for p in parts) / chunks
@@ -600,9 +596,9 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]]) -> N
         f"{shown(tasks, 3)}, of which the instrumentation {own:.3f} (its measured thread CPU) and "
         f"the phase clock {clock:.3f} (estimated); in the event loops {shown(loops, 3)}; "
         f"in Dask's other threads {shown(others, 3)}; in the kernel "
-        f"{shown(ours[runs + 'kernel_ms'], 3)}, with {shown(ours[runs + 'faults'], 1)} more "
+        f"{shown(ours['kernel_ms'], 3)}, with {shown(ours['faults'], 1)} more "
         "minor page faults; across threads, in the garbage collector "
-        f"{shown(ours[runs + 'gc_ms'], 3)}, with {shown(ours[runs + 'full_gcs'], 2)} more full "
+        f"{shown(ours['gc_ms'], 3)}, with {shown(ours['full_gcs'], 2)} more full "
         "collections per run"
     )
 
