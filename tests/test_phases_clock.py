@@ -431,7 +431,8 @@ def test_a_deferring_hook_rewires_the_partial_it_returns(finished: list[TaskPhas
     assert (lookups.switches, lookups.passed) == (0, 2)  # the lookups themselves are not timed
     assert phases.run_task(generator, (), {}) == len("virtual_pt")  # the column being built
     (built,) = finished
-    assert built.switches == 1 and built.cpu["interpret"] >= 0.01
+    # the CPU split by wall can give a moment preempted before the call to "other": bounded
+    assert built.switches == 1 and built.cpu["interpret"] + built.cpu_split_bound >= 0.01
     copy = pickle.loads(pickle.dumps(generator))  # a generator may travel with its array
     assert copy() == len("virtual_pt") and copy.func.phase == "interpret"
     outside = hooked("virtual_eta")
