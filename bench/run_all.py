@@ -29,6 +29,7 @@ BENCHMARKS = (
     "chunk_instructions.py",
     "worker_instructions.py",
     "instrument_cost.py",
+    "range_bytes.py",
     "phase_cost.py",
     "insitu_cost.py",
     "scale.py",

@@ -190,11 +190,12 @@ class RangeBytes:
     every basket.
 
     A large NanoAOD tree holds 1,500 branches of up to hundreds of baskets each: a pass
-    over 150,000 baskets costs 55 µs per chunk in a warm cache (600,000: 214 µs), more in
+    over 150,000 baskets costs 57 µs per chunk in a warm cache (600,000: 207 µs), more in
     a task's. But branches mostly share their basket boundaries (ROOT flushes a cluster's
     baskets together): their normal baskets are grouped by boundaries and summed per
     slot, so a range costs two binary searches per group, on plain lists (a few numpy
-    calls cost more than that in a task's cold cache). Beyond :data:`LISTED_GROUPS`
+    calls cost more than that in a task's cold cache): 0.3-0.6 µs for one group at any
+    size, 8-10 µs for 40 (``bench/range_bytes.py``). Beyond :data:`LISTED_GROUPS`
     groups, each group's boundaries are offset by ``group * span`` in one sorted array,
     so one ``searchsorted`` covers every group. Baskets outside any group (embedded
     ones, boundaries out of order) are tested one by one.
