@@ -266,13 +266,18 @@ class RangeBytes:
             last = max(bisect.bisect_left(firsts, stop), first)
             total += prefix[last] - prefix[first]
         if self._keyed is not None:
-            offsets, firsts, lasts, prefix, slots, bases = self._keyed
-            low = offsets + min(max(start, -1), self._top + 1)
-            high = offsets + min(max(stop, -1), self._top + 1)
-            first = numpy.searchsorted(lasts, low, side="right") - slots
-            last = numpy.maximum(numpy.searchsorted(firsts, high, side="left") - slots, first)
-            total += int((prefix[bases + last] - prefix[bases + first]).sum())
+            total += _keyed_bytes(self._keyed, self._top, start, stop)
         return total
+
+
+def _keyed_bytes(keyed: tuple[numpy.ndarray, ...], top: int, start: int, stop: int) -> int:
+    """The groups' part of :meth:`RangeBytes.__call__`, every group searched at once."""
+    offsets, firsts, lasts, prefix, slots, bases = keyed
+    low = offsets + min(max(start, -1), top + 1)
+    high = offsets + min(max(stop, -1), top + 1)
+    first = numpy.searchsorted(lasts, low, side="right") - slots
+    last = numpy.maximum(numpy.searchsorted(firsts, high, side="left") - slots, first)
+    return int((prefix[bases + last] - prefix[bases + first]).sum())
 
 
 def _prefix(sums: numpy.ndarray) -> numpy.ndarray:
