@@ -52,11 +52,13 @@ def test_every_layout_sums_as_a_pass_over_every_basket() -> None:
         ([0], [50], [-1]),  # embedded only
         ([20, 0], [50, 20], [9, 10]),  # out of order: tested one by one
         ([5, 5, 8], [5, 8, 30], [11, 12, 13]),  # an empty basket in the chain
+        ([0, 30, 20], [30, 20, 50], [14, 15, 16]),  # joined, but one ends before it starts
+        ([-10, -3], [-3, 5], [17, 18]),  # entries below 0
         ([], [], []),  # no basket
     ]
     starts, stops, compressed, seeks, spans = branch_baskets(layouts)
     sums = RangeBytes(starts, stops, compressed, seeks, spans)
-    for a in range(-3, 54):
+    for a in range(-13, 54):
         for b in range(a - 2, 56):
             assert sums(a, b) == direct(starts, stops, compressed, a, b), (a, b)
 
