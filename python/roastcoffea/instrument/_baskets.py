@@ -216,8 +216,7 @@ class RangeBytes:
         span = self._top + 3  # a query clamped to [-1, top + 1] stays in its group's keys
         if len(layouts) * span >= 1 << 62:  # the keys would overflow int64: test each basket
             loose, layouts = numpy.arange(len(starts)), {}
-        chosen = loose
-        self._loose = (starts[chosen], stops[chosen], compressed[chosen]) if len(chosen) else None
+        self._loose = (starts[loose], stops[loose], compressed[loose]) if len(loose) else None
         groups = [(bounds, _prefix(sums)) for bounds, sums in layouts.values()]
         self._listed: list[tuple[list[int], list[int], list[int]]] = []
         self._keyed: tuple[numpy.ndarray, ...] | None = None
@@ -294,7 +293,7 @@ def _layouts(
         return {}, numpy.arange(count)
     lows, highs = (numpy.array(side, dtype=numpy.int64) for side in zip(*branches, strict=True))
     embedded = seeks < 0
-    ends = lows + _between(embedded == 0, lows, highs)  # normal baskets come first
+    ends = lows + _between(~embedded, lows, highs)  # normal baskets come first
     breaks = numpy.zeros(count, dtype=bool)
     breaks[:-1] = stops[:-1] != starts[1:]
     last = numpy.maximum(ends - 1, lows)  # the pair after a branch's last basket is not its own
