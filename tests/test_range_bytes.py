@@ -19,7 +19,7 @@ def direct(starts: np.ndarray, stops: np.ndarray, compressed: np.ndarray, a: int
 
 def branch_baskets(
     layouts: list[tuple[list[int], list[int], list[int]]],
-) -> tuple[np.ndarray, ...]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """Flat (starts, stops, compressed, seeks) and per-branch spans of ``layouts``, each a
     branch's (starts, stops, seeks); its baskets are 100 + their position bytes."""
     fields: list[list[int]] = [[], [], [], []]
@@ -31,7 +31,8 @@ def branch_baskets(
         fields[1] += stops
         fields[2] += [100 + low + i for i in range(len(starts))]
         fields[3] += seeks
-    return (*(np.array(f, dtype=np.int64) for f in fields), spans)
+    starts, stops, compressed, seeks = (np.array(f, dtype=np.int64) for f in fields)
+    return starts, stops, compressed, seeks, spans
 
 
 @pytest.fixture(params=["lists", "one array"])
