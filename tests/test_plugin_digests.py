@@ -12,6 +12,7 @@ from roast_testing import dask_span_metrics, keys, mismatches, our_span_metrics,
 from roastcoffea import RoastPlugin
 from roastcoffea.demo.tasks import burn, combine, nap
 from roastcoffea.plugin import snapshot
+from roastcoffea.plugin._workers import RECORDS_TOPIC
 
 BURN_S = NAP_S = 0.2
 N = 4
@@ -92,6 +93,34 @@ def test_a_queued_record_arrives_exactly_once(make_cluster: Any) -> None:
     assert all(later["workers"][a]["payloads"] >= n + 2 for a, n in seen.items())
     assert count(later) == 1
     assert count(snapshot(client)) == 1
+
+
+def send_records(message: dict[str, Any]) -> None:
+    get_worker().log_event(RECORDS_TOPIC, message)
+
+
+def chunk_totals_exported(dask_scheduler: Any) -> tuple[dict[str, int], dict[str, int]]:
+    totals = dask_scheduler.plugins["roastcoffea"].export.chunks
+    return dict(totals.chunks), dict(totals.events)
+
+
+def test_a_malformed_records_message_is_counted_and_the_rest_kept(make_cluster: Any) -> None:
+    _, client = make_cluster()
+    client.register_plugin(RoastPlugin(prometheus=True))
+    marker = b"record-" + uuid.uuid4().hex.encode()
+    message = {
+        "data": [marker, 3, "text"],
+        "chunks": [["d", 5, 10, 0.5], ["d", -1, 0, None], "junk"],
+    }
+    # The record goes out on the worker's stream before the task's end.
+    client.submit(send_records, message, pure=False).result()
+    snap = snapshot(client)
+    assert [r["data"] for r in snap["records"]] == [marker]
+    assert snap["errors"] == {"record_not_bytes": 2, "chunk_totals": 2}
+    assert client.run_on_scheduler(chunk_totals_exported) == ({"d": 1}, {"d": 5})
+    # Nothing reached Dask: the worker stays and runs the next task.
+    assert client.submit(nap, 0.0, 7, pure=False).result() == 7
+    assert len(client.scheduler_info()["workers"]) == 2
 
 
 def test_missed_payloads_are_recovered_without_a_flush(make_cluster: Any) -> None:

@@ -30,7 +30,6 @@ from typing import Any
 
 from roastcoffea.plugin._compat import topic_subscribers
 from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
-from roastcoffea.records import chunk_events_and_bytes
 
 #: Event topic of the live stream.
 TOPIC = PLUGIN_NAME
@@ -81,16 +80,16 @@ class LiveStream:
         """Whether a client listened at the last tick (records are counted only then)."""
         return self._last is not None
 
-    def record(self, record: dict[str, Any]) -> None:
-        """Count a decoded record a worker sent, for the next delta."""
-        if not self.listening:
-            return
-        if record.get("kind") == "chunk":
-            events, nbytes = chunk_events_and_bytes(record)
+    def add_chunk(self, events: int, nbytes: int) -> None:
+        """Count a chunk a worker sent (its :func:`~roastcoffea.records.chunk_totals`)."""
+        if self.listening:
             self._chunks[0] += 1
             self._chunks[1] += events
             self._chunks[2] += nbytes
-        elif record.get("kind") == "phases":
+
+    def add_phases(self, record: dict[str, Any]) -> None:
+        """Count a decoded phase record a worker sent, for the next delta."""
+        if self.listening and record.get("kind") == "phases":
             for phase, seconds in _phase_seconds(record).items():
                 self._phases[phase] = self._phases.get(phase, 0.0) + seconds
 

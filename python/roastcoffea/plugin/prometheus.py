@@ -29,11 +29,10 @@ import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import Any, TypeGuard
+from typing import Any
 
 from roastcoffea import phase_vocabulary as vocab
 from roastcoffea.plugin._workers import worker_values
-from roastcoffea.records import chunk_events_and_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +66,8 @@ WORKER_GAUGES = (
 class ChunkTotals:
     """Per dataset: chunks, events and bytes read; the durations histogram.
 
-    Fed with every decoded chunk record the plugin receives, as it arrives (a
-    chunk computed twice counts twice here; a collector counts it once).
+    Fed with the totals every chunk record arrives with, as it arrives (a chunk
+    computed twice counts twice here; a collector counts it once).
 
     Parameters
     ----------
@@ -84,29 +83,20 @@ class ChunkTotals:
         self.buckets = [0] * (len(CHUNK_DURATION_BUCKETS) + 1)  # the last one is +Inf
         self.duration_sum = 0.0
 
-    def add(self, record: dict[str, Any]) -> None:
-        """Count one chunk record (other kinds are ignored)."""
-        if record.get("kind") != "chunk":
-            return
-        dataset = self._label(str(record.get("dataset")))
-        events, nbytes = chunk_events_and_bytes(record)
-        self.chunks[dataset] += 1
-        self.events[dataset] += events
-        self.bytes_read[dataset] += nbytes
-        duration = record.get("duration")
-        if _is_number(duration) and math.isfinite(duration) and duration >= 0:
-            seconds = float(duration)
-            self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, seconds)] += 1
-            self.duration_sum += seconds
+    def add(self, dataset: str | None, events: int, nbytes: int, duration: float | None) -> None:
+        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`)."""
+        label = self._label(str(dataset))
+        self.chunks[label] += 1
+        self.events[label] += events
+        self.bytes_read[label] += nbytes
+        if duration is not None:
+            self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, duration)] += 1
+            self.duration_sum += duration
 
     def _label(self, dataset: str) -> str:
         if dataset in self.chunks or len(self.chunks) < self.max_datasets:
             return dataset
         return FOLDED
-
-
-def _is_number(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _fold_prefixes(

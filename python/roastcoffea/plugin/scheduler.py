@@ -27,7 +27,6 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
 from roastcoffea import _native, config
-from roastcoffea.errors import DecodeError
 from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
 from roastcoffea.plugin._loader import dumps_by_value
 from roastcoffea.plugin._workers import (
@@ -38,7 +37,7 @@ from roastcoffea.plugin._workers import (
 )
 from roastcoffea.plugin.prometheus import PrometheusExport, available, start_export, stop_export
 from roastcoffea.plugin.sampler import Sampler
-from roastcoffea.records import decode_record
+from roastcoffea.records import decode_record, read_chunk_totals
 
 logger = logging.getLogger(__name__)
 
@@ -313,11 +312,7 @@ class RoastPlugin(SchedulerPlugin):
             return
         with self._guard("log_event"):
             if topic == RECORDS_TOPIC:
-                span = msg.get("span")
-                self.aggregator.add_record(
-                    msg["worker"], msg["data"], time(), span if isinstance(span, str) else None
-                )
-                self._count_record(msg["data"])
+                self._add_records(msg)
             elif topic == FINAL_STATE_TOPIC:
                 self.aggregator.ingest(msg["worker"], msg["data"], time())
             elif (
@@ -327,22 +322,45 @@ class RoastPlugin(SchedulerPlugin):
             ):
                 self.sampler.departures.closing(topic, str(msg.get("reason")))
 
-    def _count_record(self, data: bytes) -> None:
-        """Hand a record to the live stream and the Prometheus export, decoded once."""
-        live = self.sampler.live if self.sampler is not None else None
+    def _add_records(self, msg: dict[str, Any]) -> None:
+        """Store a task's records with their span; count its chunks in the running totals.
+
+        ``msg`` holds the records' bytes (``data``), their ``span`` and the
+        :func:`~roastcoffea.records.chunk_totals` of the chunk records among them
+        (``chunks``), so the records are decoded here only while a client listens
+        to the live stream (for the phase records' seconds).
+        """
+        worker, data, span = msg["worker"], msg["data"], msg.get("span")
+        items = data if isinstance(data, (list, tuple)) else [data]  # Dask delivers tuples
+        span = span if isinstance(span, str) else None
+        now = time()
+        for item in items:
+            if isinstance(item, bytes):
+                self.aggregator.add_record(worker, item, now, span)
+            else:
+                self._count_error("record_not_bytes")
+        live = self._running.live
         if live is not None and not live.listening:
             live = None
         if live is None and self.export is None:
             return
-        try:
-            record = decode_record(data)
-        except (DecodeError, ValueError):
-            self._count_error("record_decode")
+        for entry in msg.get("chunks", ()):
+            try:
+                dataset, events, nbytes, duration = read_chunk_totals(entry)
+            except ValueError:
+                self._count_error("chunk_totals")
+                continue
+            if live is not None:
+                live.add_chunk(events, nbytes)
+            if self.export is not None:
+                self.export.chunks.add(dataset, events, nbytes, duration)
+        if live is None:
             return
-        if live is not None:
-            live.record(record)
-        if self.export is not None:
-            self.export.chunks.add(record)
+        for item in items:
+            try:
+                live.add_phases(decode_record(item))
+            except ValueError:
+                self._count_error("record_decode")
 
     def release_finished_groups(self) -> int:
         """Detach every finished task group from its span; returns how many.

@@ -41,7 +41,7 @@ from roastcoffea.plugin._workers import (
     WORKER_STATE_HANDLER,
 )
 from roastcoffea.plugin.phases import digest_task_phases
-from roastcoffea.records import RECORD_VERSION, encode_record
+from roastcoffea.records import RECORD_VERSION, chunk_totals, decode_record, encode_record
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
     from dask._task_spec import DataNode, Task
@@ -363,7 +363,8 @@ class RoastWorkerPlugin(WorkerPlugin):
             "worker": self._worker.address,
             "span": ts.span_id,
         }
-        if self._send(record):
+        data = self._encode(record)
+        if data is not None and self._queue([data], ts.span_id, []):
             self._count("prefix_records")
 
     def add_chunk(
@@ -455,13 +456,32 @@ class RoastWorkerPlugin(WorkerPlugin):
     def _release(
         self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
     ) -> None:
-        """Send a task's held records: chunk records completed with ``ts``, phase records."""
+        """Send a task's held records in one message: chunk records completed with ``ts``,
+        phase records.
+
+        One message per task rather than per record: each is a ``log-event`` the
+        scheduler stores, publishes and hands to every plugin.
+        """
+        batch: list[bytes] = []
+        chunks: list[list[Any]] = []
+        phase_records = 0
+        span = None
         for record, source, own_bytes in entries:
-            if record.get("kind") == "phases":
-                if self._send(record):
-                    self._count("phase_records")
-            else:
+            is_phases = record.get("kind") == "phases"
+            if not is_phases:
                 self._complete(record, ts, source, own_bytes, delay)
+            data = self._encode(record)
+            if data is None:
+                continue
+            batch.append(data)
+            span = record.get("span")
+            if is_phases:
+                phase_records += 1
+            else:
+                chunks.append(chunk_totals(record))
+        if batch and self._queue(batch, span if isinstance(span, str) else None, chunks):
+            for _ in range(phase_records):
+                self._count("phase_records")
 
     def _complete(
         self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None
@@ -507,25 +527,35 @@ class RoastWorkerPlugin(WorkerPlugin):
                 unavailable["bytes_read_task"] = "the chunk's file source was not reachable"
             else:
                 unavailable["bytes_read_task"] = "the file source has no num_requested_bytes"
-        self._send(record)
 
-    def _send(self, record: dict[str, Any]) -> bool:
-        """Encode a record and send it to the scheduler; False (counted) when it could not be.
-
-        ``Worker.log_event`` appends to the batched stream at once on the event
-        loop (where task ends are seen) and through the loop from other threads.
-        """
+    def _encode(self, record: dict[str, Any]) -> bytes | None:
+        """A record's bytes; None (counted) when it is not encodable."""
         try:
-            data = encode_record(record)
+            return encode_record(record)
         except (TypeError, ValueError):
             self._count("encode_errors")
             logger.debug("roastcoffea record not encodable", exc_info=True)
-            return False
+            return None
+
+    def _queue(self, batch: list[bytes], span: str | None, chunks: list[list[Any]]) -> bool:
+        """Send encoded records to the scheduler; False (counted) when the plugin is torn down.
+
+        ``Worker.log_event`` appends to the batched stream at once on the event
+        loop (where task ends are seen) and through the loop from other threads.
+        ``chunks`` holds :func:`~roastcoffea.records.chunk_totals` of the chunk
+        records among them, so that the scheduler keeps its running totals
+        without decoding a record.
+        """
         if self._worker is None:
             self._count("records_refused")
             return False
-        span = record.get("span")
-        return self.queue_record(data, span if isinstance(span, str) else None)
+        message: dict[str, Any] = {"worker": self._worker.address, "data": batch}
+        if chunks:
+            message["chunks"] = chunks
+        if span is not None:
+            message["span"] = span
+        self._worker.log_event(RECORDS_TOPIC, message)
+        return True
 
     def _count(self, name: str) -> None:
         """Add one to a counter (task threads and the event loop both count)."""
@@ -558,7 +588,9 @@ class RoastWorkerPlugin(WorkerPlugin):
         Parameters
         ----------
         data : bytes
-            The record, opaque to the plugin.
+            The record's bytes: stored as they are; a chunk record
+            (:func:`~roastcoffea.records.encode_record`) also counts in the
+            scheduler's running totals (the Prometheus export, the live stream).
         span : str, optional
             The Dask span of the task that made the record: a snapshot of a
             span carries the records of its subtree only.
@@ -579,11 +611,12 @@ class RoastWorkerPlugin(WorkerPlugin):
             raise TypeError(f"queue_record takes bytes, not {type(data).__name__}")
         if self._worker is None:
             raise RuntimeError("RoastWorkerPlugin is not set up on a worker")
-        message = {"worker": self._worker.address, "data": data}
-        if span is not None:
-            message["span"] = span
-        self._worker.log_event(RECORDS_TOPIC, message)
-        return True
+        try:
+            record = decode_record(data)
+        except ValueError:  # opaque to the plugin: sent all the same
+            record = {}
+        chunks = [chunk_totals(record)] if record.get("kind") == "chunk" else []
+        return self._queue([data], span, chunks)
 
     def _payload(self, worker: Any) -> bytes:
         """The heartbeat metric: digest changes of the last ``window`` payloads."""
