@@ -94,6 +94,9 @@ collections (``gc.callbacks`` on every worker of both clusters: each collection'
 thread that runs it, the full ones counted). A full collection costs about 1.3 % of a run at
 100,000-event chunks and a run holds six to eight, so one more or fewer moves a round's
 ratio by that much: the collector's share shows what of a block's cost is its collections.
+Outside the workers: the CPU clock of each scheduler's event loop thread (each cluster's
+scheduler runs its own loop thread in this process), what the scheduler plugin, the records
+it stores and the collector's enter and exit cost the scheduler per chunk.
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
@@ -269,6 +272,11 @@ class CoreRotation:
             set_affinity(pid, set(self.cores))
 
 
+def scheduler_loop_cpu(dask_scheduler: Any) -> float:
+    """The CPU seconds of the scheduler's event loop thread (each cluster here has its own)."""
+    return time.thread_time()
+
+
 def workers_cpu(client: Any) -> tuple[float, ...]:
     """:func:`worker_cpu_seconds` summed over the client's workers."""
     readings = list(client.run(worker_cpu_seconds).values())
@@ -348,7 +356,7 @@ class Rounds:
         workers' CPU seconds, the collector's enter + exit seconds,
         the workers' CPU seconds in their tasks' threads, in their event loops, in their
         kernel, the workers' minor page faults, their garbage collections' CPU seconds, their
-        full collections)."""
+        full collections, the CPU seconds of the scheduler's event loop)."""
         from coffea import processor
         from coffea.nanoevents import NanoAODSchema
         from workload import Analysis, BareAnalysis
@@ -365,6 +373,7 @@ class Rounds:
         )
         client.run(start_collector_at, phase)
         before = workers_cpu(client)
+        scheduler_before = client.run_on_scheduler(scheduler_loop_cpu)
         start = time.perf_counter()
         if variant == "bare":
             runner(self.fileset, processor_instance=proc, treename="Events")
@@ -382,12 +391,13 @@ class Rounds:
                 mc.__exit__(None, None, None)
             fixed = entered - start + time.perf_counter() - leaving
         wall = time.perf_counter() - start
+        scheduler = client.run_on_scheduler(scheduler_loop_cpu) - scheduler_before
         cpu, tasks, loop, kernel, faults, collections, full = (
             b - a for a, b in zip(before, workers_cpu(client), strict=True)
         )
         if variant == "collected":
             self.parts.append(own_figures(mc.get_metrics()))
-        return wall, cpu, fixed, tasks, loop, kernel, faults, collections, full
+        return wall, cpu, fixed, tasks, loop, kernel, faults, collections, full, scheduler
 
 
 def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -482,6 +492,9 @@ def paired(result: dict[str, Any], chunks: int) -> dict[str, list[float]]:
             figures[prefix + key] = [1e3 * (c[i] - b[i]) / chunks for b, c in pairs]
         figures[prefix + "faults"] = [(c[6] - b[6]) / chunks for b, c in pairs]
         figures[prefix + "full_gcs"] = [c[8] - b[8] for b, c in pairs]
+        if all(len(run) > 9 for pair in pairs for run in pair):  # samples before 2026-11-27 lack it
+            figures[prefix + "scheduler_ms"] = [1e3 * (c[9] - b[9]) / chunks for b, c in pairs]
+            figures[prefix + "scheduler"] = [c[9] / b[9] for b, c in pairs]
         figures[prefix + "wall"] = [c[0] / b[0] for b, c in pairs]
     return figures
 
@@ -568,6 +581,12 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         f"target <= {TARGET_MS_PER_CHUNK} ms: {verdict(ms_high <= TARGET_MS_PER_CHUNK)}"
     )
     report_parts(results["ours"]["parts"], ours)
+    if "scheduler_ms" in ours:
+        print(
+            "ours, on the scheduler (its event loop thread, not in the workers' figures; "
+            f"enter and exit included): {shown(ours['scheduler_ms'], 3)} ms per chunk, "
+            f"collected / bare {shown(ours['scheduler'], 3)}"
+        )
     theirs = figures.get("0.1.2")
     if theirs is not None:
         theirs_ms, ours_ms = interval(theirs["ms"])[0], interval(ours["ms"])[0]
