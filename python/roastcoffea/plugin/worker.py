@@ -456,8 +456,7 @@ class RoastWorkerPlugin(WorkerPlugin):
     def _release(
         self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
     ) -> None:
-        """Send a task's held records in one message: chunk records completed with ``ts``,
-        phase records.
+        """Send a task's held records in one message, its chunk records completed with ``ts``.
 
         One message per task rather than per record: each is a ``log-event`` the
         scheduler stores, publishes and hands to every plugin.
@@ -480,8 +479,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             else:
                 chunks.append(chunk_totals(record))
         if batch and self._queue(batch, span if isinstance(span, str) else None, chunks):
-            for _ in range(phase_records):
-                self._count("phase_records")
+            self._count("phase_records", phase_records)
 
     def _complete(
         self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None
@@ -557,10 +555,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._worker.log_event(RECORDS_TOPIC, message)
         return True
 
-    def _count(self, name: str) -> None:
-        """Add one to a counter (task threads and the event loop both count)."""
+    def _count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to a counter (task threads and the event loop both count)."""
         with self._lock:
-            self.counters[name] += 1
+            self.counters[name] += n
 
     def instrument_counters(self) -> dict[str, int]:
         """The instrumentation counters of this worker (a copy).
