@@ -93,5 +93,8 @@ def test_chunk_totals_take_the_tasks_bytes_and_leave_out_what_is_unmeasured() ->
 def test_read_chunk_totals_refuses_a_malformed_entry(entry: object) -> None:
     with pytest.raises(ValueError, match="chunk totals"):
         read_chunk_totals(entry)
+
+
+def test_read_chunk_totals_takes_lists_and_the_tuples_dask_delivers() -> None:
     assert read_chunk_totals(["d", 1, 2, 0.5]) == ("d", 1, 2, 0.5)
     assert read_chunk_totals((None, 0, 0, None)) == (None, 0, 0, None)
