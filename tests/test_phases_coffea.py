@@ -193,6 +193,60 @@ def test_worker_digests_add_up_to_dasks_span_totals(
     assert metrics["phase_tasks"] == 2
 
 
+def phase_sums(records: list[dict[str, Any]], kind: str) -> dict[str, float]:
+    """Each phase's sum over the phase records (a phase a record did not measure left out)."""
+    phases = {p for r in records for p in r[kind]}
+    return {p: math.fsum(r[kind][p] for r in records if r[kind][p] is not None) for p in phases}
+
+
+def assert_digests_match_records(metrics: dict[str, Any], tasks: int) -> None:
+    """The span digests (filed by the worker plugin) hold what the phase records say."""
+    records = metrics["raw_phase_records"]
+    assert metrics["phase_tasks"] == len(records) == tasks
+    for kind in ("wall", "cpu"):
+        digested = metrics[f"phase_{kind}_seconds"]
+        for phase, total in phase_sums(records, kind).items():
+            assert digested[phase] == pytest.approx(total, rel=1e-9, abs=1e-12), (kind, phase)
+
+
+def test_the_span_digests_hold_the_sums_of_the_phase_records(
+    busy: tuple[MetricsCollector, Any],
+) -> None:
+    assert_digests_match_records(busy[0].get_metrics(), tasks=2)
+
+
+def test_a_task_whose_records_overflow_files_its_phase_digests_once(
+    roast: Client, cms_data: Path
+) -> None:
+    # With no room for held records, every task's records go out at once from its
+    # thread and its digests are filed from the event loop.
+    def set_room(room: int) -> int:
+        from roastcoffea.plugin import worker
+
+        before, worker.MAX_PENDING_CHUNKS = worker.MAX_PENDING_CHUNKS, room
+        return before
+
+    def counters(dask_worker: Any) -> dict[str, int]:
+        return dask_worker.plugins["roastcoffea"].instrument_counters()
+
+    def total(name: str) -> int:
+        return sum(values[name] for values in roast.run(counters).values())
+
+    overflow, errors = total("pending_overflow"), total("hook_errors")
+    rooms = roast.run(set_room, 0)
+    try:
+        fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
+        mc, _ = run(roast, fileset, TrackedReader(), chunksize=20)
+    finally:
+        for worker, room in rooms.items():
+            roast.run(set_room, room, workers=[worker])
+    metrics = mc.get_metrics()
+    assert_digests_match_records(metrics, tasks=metrics["num_chunks"])
+    # Each task's chunk record and phase record went out at once.
+    assert total("pending_overflow") - overflow == 2 * metrics["num_chunks"]
+    assert total("hook_errors") == errors
+
+
 def test_dask_thread_time_is_left_as_it_was(busy: tuple[MetricsCollector, Any]) -> None:
     # The phases use their own units: Dask still charges the burned CPU to thread-cpu.
     metrics = busy[0].get_metrics()

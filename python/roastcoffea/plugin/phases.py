@@ -7,12 +7,14 @@ hooked call returned:
 * ``other`` becomes what the other phases leave of the time since Dask started
   the task (``thread_state.start_time``, the clock of the task's ``startstops``),
   so the phases of a task add up to its compute time by construction;
-* each phase goes to Dask's fine performance metrics with
-  ``context_meter.digest_metric``: Dask files it under the task's
+* each phase goes to Dask's fine performance metrics under the task's
   ``("execute", span, prefix, activity, unit)`` in ``Worker.digests_total``,
-  which the worker plugin already carries per worker, prefix and span. The units
-  are not ``"seconds"``, so Dask's own ``thread-cpu`` and ``thread-noncpu`` of
-  the task stay exactly what they were;
+  which the worker plugin already carries per worker, prefix and span. The worker
+  plugin files them with ``Worker.digest_metric`` when the task ends, on the event
+  loop, where Dask files the task's own metrics; a task whose record the plugin
+  does not hold sends them through ``context_meter.digest_metric``, which Dask
+  files the same way. The units are not ``"seconds"``, so Dask's own
+  ``thread-cpu`` and ``thread-noncpu`` of the task stay exactly what they were;
 * the worker plugin sends a ``kind="phases"`` record with the task's phases,
   its work item and its thread, for per-chunk views.
 """
@@ -50,30 +52,45 @@ def digest_task_phases(task: TaskPhases) -> None:
     elapsed = time.time() - started if isinstance(started, float) else ran
     wall, cpu, codecs = task.wall, task.cpu, task.codecs  # each a new dict: read once
     wall["other"] = max(elapsed - sum(wall[p] for p in PHASES if p != "other"), 0.0)
-    digest = context_meter.digest_metric
-    for phase in PHASES:
-        if phase == "output" and not task.output_measured:
-            continue
-        digest(PHASE_ACTIVITY.format(phase), wall[phase], WALL)
-        digest(PHASE_ACTIVITY.format(phase), cpu[phase], CPU)
-    digest(PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES)
-    digest(PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in codecs.values()), BYTES)
-    for name, (codec_wall, codec_cpu, size_in, size_out) in codecs.items():
-        activity = CODEC_ACTIVITY.format(name)
-        digest(activity, codec_wall, WALL)
-        digest(activity, codec_cpu, CPU)
-        digest(activity, size_out, BYTES)
-        digest(activity, size_in, COMPRESSED)
-    digest(TASKS_ACTIVITY, 1, COUNT)
-    digest(CLOCK_ACTIVITY, task.switches + task.nested, COUNT)
-    digest(CLOCK_ACTIVITY, clock_seconds(task), WALL)
-    digest(CLOCK_ACTIVITY, task.cpu_split_bound, CPU)
-    if task.output_measured:
-        digest(OUTPUTS_ACTIVITY, 1, COUNT)
+    digests = phase_digests(task, wall, cpu, codecs)
     running = running_task()
     if running.plugin is not None and hasattr(running.plugin, "add_phases"):
         record = phase_record(task, wall, cpu, codecs, started, elapsed)
-        running.plugin.add_phases(running.key, record)
+        if running.plugin.add_phases(running.key, record, digests):
+            return  # the plugin files the digests when the task ends
+    digest = context_meter.digest_metric
+    for label, value, unit in digests:
+        digest(label, value, unit)
+
+
+def phase_digests(
+    task: TaskPhases,
+    wall: dict[str, float],
+    cpu: dict[str, float],
+    codecs: dict[str, list[float]],
+) -> list[tuple[str, float, str]]:
+    """The ``(activity, value, unit)`` fine metrics of a task's phases, its ``other`` closed."""
+    digests = []
+    for phase in PHASES:
+        if phase == "output" and not task.output_measured:
+            continue
+        digests.append((PHASE_ACTIVITY.format(phase), wall[phase], WALL))
+        digests.append((PHASE_ACTIVITY.format(phase), cpu[phase], CPU))
+    digests.append((PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES))
+    digests.append((PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in codecs.values()), BYTES))
+    for name, (codec_wall, codec_cpu, size_in, size_out) in codecs.items():
+        activity = CODEC_ACTIVITY.format(name)
+        digests.append((activity, codec_wall, WALL))
+        digests.append((activity, codec_cpu, CPU))
+        digests.append((activity, size_out, BYTES))
+        digests.append((activity, size_in, COMPRESSED))
+    digests.append((TASKS_ACTIVITY, 1, COUNT))
+    digests.append((CLOCK_ACTIVITY, task.switches + task.nested, COUNT))
+    digests.append((CLOCK_ACTIVITY, clock_seconds(task), WALL))
+    digests.append((CLOCK_ACTIVITY, task.cpu_split_bound, CPU))
+    if task.output_measured:
+        digests.append((OUTPUTS_ACTIVITY, 1, COUNT))
+    return digests
 
 
 def phase_record(

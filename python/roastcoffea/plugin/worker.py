@@ -68,6 +68,9 @@ RUNNING_STATES = frozenset({"executing", "long-running", "cancelled", "resumed"}
 
 _MISSING = object()
 
+#: A fine metric of a task, as ``context_meter.digest_metric`` takes it: (activity, value, unit).
+Digest = tuple[str, float, str]
+
 
 #: {type: whether its instances are work items}; types are few, but bounded anyway.
 _WORK_ITEM_TYPES: dict[type, bool] = {}
@@ -212,6 +215,9 @@ class RoastWorkerPlugin(WorkerPlugin):
         # The worker-clock start of each running task that holds records (task
         # threads write it, the event loop reads it: guarded by the lock).
         self._thread_starts: dict[Any, float] = {}
+        # The phase digests of each running task that holds its phase record, with
+        # the task's (span, prefix), filed when it ends (guarded by the lock).
+        self._phase_digests: dict[Any, tuple[tuple[Any, Any], list[Digest]]] = {}
         self.counters: dict[str, int] = dict.fromkeys(
             (
                 "chunks",
@@ -282,6 +288,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         with self._lock:
             self._pending.clear()
             self._thread_starts.clear()
+            self._phase_digests.clear()
         self._classified.clear()
         self._announced.clear()
         self._clock_delays.clear()
@@ -321,7 +328,10 @@ class RoastWorkerPlugin(WorkerPlugin):
                     with self._lock:
                         entries = self._pending.pop(key, ())
                         started = self._thread_starts.pop(key, None)
+                        digests = self._phase_digests.pop(key, None)
                     self._release(entries, ts, _stamped_delay(ts, started, delay))
+                    if digests is not None:
+                        self._digest(*digests)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
@@ -406,14 +416,27 @@ class RoastWorkerPlugin(WorkerPlugin):
             self._count("hook_errors")
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
 
-    def add_phases(self, key: Any, record: dict[str, Any]) -> None:
-        """Take a task's phase record (:mod:`roastcoffea.plugin.phases`).
+    def add_phases(
+        self, key: Any, record: dict[str, Any], digests: list[Digest] | None = None
+    ) -> bool:
+        """Take a task's phase record and its fine metrics (:mod:`roastcoffea.plugin.phases`).
 
         Called in the task's thread. Adds the task's identity and moves
         ``t_start`` to the scheduler clock, as chunk records are; the record
         is sent from the event loop when the task ends (sending from the
-        task's thread would wake the loop and hand it the GIL mid-task).
-        Never raises.
+        task's thread would wake the loop and hand it the GIL mid-task), and
+        ``digests``, ``(activity, value, unit)`` triples, are filed then with
+        ``Worker.digest_metric`` under the task's ``("execute", span, prefix)``,
+        as Dask files the metrics a task sends through its context meter (one
+        call each on the loop, instead of a trip through the meter and Dask's
+        ledger). Never raises.
+
+        Returns
+        -------
+        bool
+            Whether the task was running and the plugin holds its record and
+            ``digests``; if not, the record was sent at once and the caller
+            keeps ``digests``.
         """
         try:
             ts = None if key is None else self._worker.state.tasks.get(key)
@@ -428,30 +451,60 @@ class RoastWorkerPlugin(WorkerPlugin):
             if isinstance(record.get("t_start"), float):
                 record["t_start"] += getattr(self._worker, "scheduler_delay", 0.0)
             if ts is not None and ts.state in RUNNING_STATES:
-                self._hold(key, (record, None, 0))  # sent from the event loop at the task's end
-            else:
-                self._release([(record, None, 0)], None, None)
+                # Sent and filed from the event loop at the task's end.
+                self._hold(key, (record, None, 0), (ts.span_id, ts.prefix), digests)
+                return digests is not None
+            self._release([(record, None, 0)], None, None)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea add_phases failed", exc_info=True)
+        return False
 
-    def _hold(self, key: Any, entry: tuple[dict[str, Any], Any, int]) -> None:
-        """Keep a record of a running task for :meth:`transition` to send when it ends.
+    def _hold(
+        self,
+        key: Any,
+        entry: tuple[dict[str, Any], Any, int],
+        where: tuple[Any, Any] | None = None,
+        digests: list[Digest] | None = None,
+    ) -> None:
+        """Keep a record of a running task for :meth:`transition` to send when it ends,
+        and the task's phase ``digests`` to file under ``where``, its (span, prefix).
 
         At most :data:`MAX_PENDING_CHUNKS` tasks hold records; beyond, the oldest
-        task's records are sent at once, without the task's end (counted).
+        task's records are sent at once, without the task's end (counted), and its
+        digests filed from the event loop.
         """
         evicted: list[tuple[dict[str, Any], Any, int]] = []
+        evicted_digests = None
         started = getattr(thread_state, "start_time", None)  # called in the task's thread
         with self._lock:
             if isinstance(started, float):
                 self._thread_starts[key] = started
             self._pending.setdefault(key, []).append(entry)
+            if digests is not None and where is not None:
+                self._phase_digests[key] = (where, digests)
             if len(self._pending) > MAX_PENDING_CHUNKS:
-                evicted = self._pending.pop(next(iter(self._pending)))
+                oldest = next(iter(self._pending))
+                evicted = self._pending.pop(oldest)
+                evicted_digests = self._phase_digests.pop(oldest, None)
         for _ in evicted:
             self._count("pending_overflow")
         self._release(evicted, None, None)
+        if evicted_digests is not None:
+            try:
+                self._worker.loop.add_callback(self._digest, *evicted_digests)
+            except Exception:  # torn down meanwhile: this task's digests are held all the same
+                self._count("hook_errors")
+
+    def _digest(self, where: tuple[Any, Any], digests: list[Digest]) -> None:
+        """File a task's phase digests as Dask files a task's context-meter metrics.
+
+        On the event loop, which owns the worker's digests.
+        """
+        span, prefix = where
+        digest = self._worker.digest_metric
+        for activity, value, unit in digests:
+            digest(("execute", span, prefix, activity, unit), value)
 
     def _release(
         self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
