@@ -15,8 +15,9 @@ scheduler, the flush, the snapshot) weighs little against the chunks; it is time
 reported as the run's fixed cost.
 
 Two such clusters run side by side, as long-lived clusters: one with the roastcoffea plugin
-registered, one without. Each round runs two variants at once, each on its cluster (two
-client threads; the schedulers and the clients run in this process):
+registered, one without. Each runs its scheduler in a process of its own, as a deployed
+cluster does (``SubprocessCluster``). Each round runs two variants at once, each on its
+cluster (two client threads in this process):
 
 - bare: the undecorated processor, on the cluster without the plugin;
 - collected: ``@track_metrics`` on the cluster with the plugin, the run inside
@@ -94,9 +95,15 @@ collections (``gc.callbacks`` on every worker of both clusters: each collection'
 thread that runs it, the full ones counted). A full collection costs about 1.3 % of a run at
 100,000-event chunks and a run holds six to eight, so one more or fewer moves a round's
 ratio by that much: the collector's share shows what of a block's cost is its collections.
-Outside the workers: the CPU clock of each scheduler's event loop thread (each cluster's
-scheduler runs its own loop thread in this process), what the scheduler plugin, the records
-it stores and the collector's enter and exit cost the scheduler per chunk.
+Outside the workers: the CPU clock of each scheduler's event loop thread, what the
+scheduler plugin, the records it stores and the collector's enter and exit cost the
+scheduler per chunk.
+
+Until 2026-11-27 both schedulers ran in this process (``LocalCluster``), beside the two
+clients: they shared one interpreter lock, and the monitored cluster's scheduler, with more
+to do, answered its worker later. Its worker then idled 42-54 ms more per run than the bare
+one at 100,000-event chunks (standard error 5-11 ms; 13 ms, standard error 9, with the
+schedulers apart), about 0.4 % of the wall that no deployment pays.
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
@@ -273,7 +280,7 @@ class CoreRotation:
 
 
 def scheduler_loop_cpu(dask_scheduler: Any) -> float:
-    """The CPU seconds of the scheduler's event loop thread (each cluster here has its own)."""
+    """The CPU seconds of the scheduler's event loop thread."""
     return time.thread_time()
 
 
@@ -415,11 +422,15 @@ def child(
     from contextlib import ExitStack
 
     from coffea.nanoevents import NanoAODSchema
-    from distributed import Client, LocalCluster
+    from distributed import Client
+    from distributed.deploy.subprocess import SubprocessCluster
 
     import roastcoffea
 
     NanoAODSchema.warn_missing_crossrefs = False
+    # The clusters' processes unpickle the processors of bench/workload.py.
+    here = str(Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
     samples: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     together: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     parts: list[dict[str, Any]] = []
@@ -429,11 +440,10 @@ def child(
             clients = []
             for _ in range(2):
                 cluster = stack.enter_context(
-                    LocalCluster(
-                        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
-                    )
+                    SubprocessCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0")
                 )
                 clients.append(stack.enter_context(Client(cluster)))
+                clients[-1].wait_for_workers(1)  # the cluster returns before they connect
             rounds_ = Rounds(clients[0], clients[1], files, chunksize, datasets, draw)
             rounds_.warm_up()
             for i in range(rounds):
