@@ -32,6 +32,7 @@ BENCHMARKS = (
     "range_bytes.py",
     "phase_cost.py",
     "insitu_cost.py",
+    "worker_parts.py",
     "scale.py",
     "measurement_scale.py",
 )

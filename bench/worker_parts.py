@@ -1,0 +1,177 @@
+"""Where a monitored chunk's CPU goes on the worker, each part timed in place.
+
+What it measures: the ``Analysis`` processor of ``bench/workload.py`` with ``@track_metrics``
+inside ``MetricsCollector``, with coffea ``Runner`` + ``DaskExecutor`` on
+``LocalCluster(n_workers=1, threads_per_worker=1, processes=True)`` with ``RoastPlugin``, on
+the workload of ``bench/collector_overhead.py`` at one chunk size. After a warm-up run, the
+parts of the monitoring are wrapped on the worker in a timer of the calling thread's CPU
+clock, and ``--runs`` runs are timed:
+
+- in the task's thread: the decorator's RSS reads (``Measure._memory``), its work item
+  metadata, its byte accounting (``Measure._files``, of it the basket lookups
+  ``chunk_baskets`` and ``record_fields``), its hand-off (``add_chunk``), and the phase
+  clock's sink (closing the task's phases, its record and digests);
+- on the event loop: the worker plugin's ``transition`` hook, of it the records' release
+  (``_release``: completing, encoding, ``Worker.log_event``) and the phase digests
+  (``_digest``), and its heartbeat payload; every ``Worker.digest_metric`` call (Dask's
+  own included: a bare worker makes about 19 per task) and ``Worker.log_event``.
+
+A part nested in another is also in the other's figure. Each timed call also pays its
+timer (two reads of the CPU clock, printed as the timer's own cost). The instrumentation's
+whole measured CPU per chunk, from its records, is printed beside them. These are parts of
+what ``bench/collector_overhead.py`` measures as a whole against a bare run; nothing is
+asserted.
+
+Run: ``.venv/bin/python bench/worker_parts.py --chunksize 1000`` (about 4 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from collector_overhead import SIZES
+from common import data_dir, machine, table
+
+#: (owner on the worker, attribute, label) of each timed part; owners are named below.
+PARTS = (
+    ("measure", "_memory", "decorator: RSS read"),
+    ("measure", "_metadata", "decorator: work item metadata"),
+    ("measure", "_files", "decorator: bytes, branches, baskets"),
+    ("index", "chunk_baskets", "  basket lookup"),
+    ("index", "record_fields", "  basket sizes"),
+    ("plugin", "add_chunk", "decorator: hand-off to the plugin"),
+    ("plugin", "transition", "loop: plugin transition hook"),
+    ("plugin", "_release", "  records completed, encoded, sent"),
+    ("plugin", "_digest", "  phase digests filed"),
+    ("plugin", "_payload", "loop: heartbeat payload"),
+    ("worker", "digest_metric", "loop: Worker.digest_metric (Dask's too)"),
+    ("worker", "log_event", "loop: Worker.log_event"),
+)
+SINK = "task: phase sink (phases, record, digests)"
+
+
+def install_timers(dask_worker: Any) -> float:
+    """Wrap every part in a thread-CPU timer; returns the timer's own cost per call."""
+    import functools
+
+    from roastcoffea.instrument import _baskets, _measure, phases
+
+    plugin = dask_worker.plugins["roastcoffea"]
+    owners = {
+        "measure": _measure.Measure,
+        "index": _baskets.TreeIndex,
+        "plugin": plugin,
+        "worker": dask_worker,
+    }
+    totals: dict[str, list[float]] = {}
+    dask_worker.bench_parts = totals
+
+    def timed(label: str, function: Any) -> Any:
+        total = totals.setdefault(label, [0.0, 0])
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                total[0] += time.thread_time() - start
+                total[1] += 1
+
+        return wrapper
+
+    for owner, name, label in PARTS:
+        setattr(owners[owner], name, timed(label, getattr(owners[owner], name)))
+    dask_worker.metrics["roastcoffea"] = plugin._payload  # the wrapped one
+    phases.set_sink(timed(SINK, phases._sink), cpu_interval=plugin.phase_cpu_interval)
+    empty = timed("empty", lambda: None)
+    for _ in range(10_000):
+        empty()
+    own = totals.pop("empty")
+    return own[0] / own[1]
+
+
+def read_parts(dask_worker: Any) -> dict[str, list[float]]:
+    """The timed parts' totals since the last read: {label: [cpu seconds, calls]}."""
+    totals = dask_worker.bench_parts
+    out = {label: list(value) for label, value in totals.items()}
+    for value in totals.values():
+        value[:] = [0.0, 0]
+    return out
+
+
+def run(client: Any, fileset: dict[str, Any], chunksize: int) -> dict[str, Any]:
+    """One collected run; its metrics."""
+    from coffea import processor
+    from coffea.nanoevents import NanoAODSchema
+    from workload import Analysis
+
+    from roastcoffea import MetricsCollector
+
+    runner = processor.Runner(
+        executor=processor.DaskExecutor(client=client, status=False),
+        schema=NanoAODSchema,
+        chunksize=chunksize,
+        savemetrics=True,
+    )
+    with MetricsCollector(client, processor_instance=Analysis()) as mc:
+        _, report = runner(fileset, processor_instance=Analysis(), treename="Events")
+        mc.set_coffea_report(report)
+    return mc.get_metrics()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunksize", type=int, choices=sorted(SIZES), default=1000)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs (3)")
+    parser.add_argument("--quick", action="store_true", help="one timed run")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs = 1
+
+    from coffea.nanoevents import NanoAODSchema
+    from distributed import Client, LocalCluster
+
+    from roastcoffea import RoastPlugin
+    from roastcoffea.demo.nanoaod import ensure_files
+
+    NanoAODSchema.warn_missing_crossrefs = False
+    events, n_files, datasets = SIZES[args.chunksize]
+    files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
+    fileset = {f"synthetic-{i}": {"files": dict.fromkeys(files, "Events")} for i in range(datasets)}
+    print(f"worker parts: chunks of {args.chunksize:,} events, {args.runs} runs; {machine()}")
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True) as cluster,
+        Client(cluster) as client,
+    ):
+        client.register_plugin(RoastPlugin())
+        run(client, fileset, args.chunksize)  # warm-up: imports, tree indexes, hooks
+        (timer,) = client.run(install_timers).values()
+        client.run(read_parts)
+        chunks, instrument = 0, 0.0
+        for _ in range(args.runs):
+            metrics = run(client, fileset, args.chunksize)
+            chunks += metrics["num_chunks"]
+            instrument += metrics["instrument_cpu_seconds"]
+        (parts,) = client.run(read_parts).values()
+    rows = []
+    for label in [label for _, _, label in PARTS[:6]] + [SINK] + [p[2] for p in PARTS[6:]]:
+        seconds, calls = parts.get(label, [0.0, 0])
+        per_call = 1e6 * seconds / calls if calls else float("nan")
+        rows.append(
+            (label, f"{calls / chunks:.2f}", f"{per_call:.1f}", f"{1e3 * seconds / chunks:.3f}")
+        )
+    print(table(("part", "calls per chunk", "µs per call", "ms per chunk"), rows))
+    print(
+        f"{chunks} chunks; the instrumentation's own measured CPU (its records): "
+        f"{1e3 * instrument / chunks:.3f} ms per chunk; the timer's own cost: "
+        f"{1e6 * timer:.2f} µs per call"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
