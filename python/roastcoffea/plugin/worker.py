@@ -499,12 +499,17 @@ class RoastWorkerPlugin(WorkerPlugin):
     def _digest(self, where: tuple[Any, Any], digests: list[Digest]) -> None:
         """File a task's phase digests as Dask files a task's context-meter metrics.
 
-        On the event loop, which owns the worker's digests.
+        On the event loop, which owns the worker's digests. Never raises (it also
+        runs as a loop callback, after a teardown perhaps).
         """
         span, prefix = where
-        digest = self._worker.digest_metric
-        for activity, value, unit in digests:
-            digest(("execute", span, prefix, activity, unit), value)
+        try:
+            digest = self._worker.digest_metric
+            for activity, value, unit in digests:
+                digest(("execute", span, prefix, activity, unit), value)
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea phase digests not filed", exc_info=True)
 
     def _release(
         self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
