@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             instrument += metrics["instrument_cpu_seconds"]
         (parts,) = client.run(read_parts).values()
     rows = []
-    for label in [label for _, _, label in PARTS[:6]] + [SINK] + [p[2] for p in PARTS[6:]]:
+    labels = [label for _, _, label in PARTS]
+    for label in [*labels[:6], SINK, *labels[6:]]:  # the sink after the decorator's parts
         seconds, calls = parts.get(label, [0.0, 0])
         per_call = 1e6 * seconds / calls if calls else float("nan")
         rows.append(

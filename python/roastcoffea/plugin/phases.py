@@ -44,6 +44,9 @@ from roastcoffea.phase_vocabulary import (
 )
 from roastcoffea.plugin.task import running_task
 
+#: A fine metric of a task, as ``context_meter.digest_metric`` takes it: (activity, value, unit).
+Digest = tuple[str, float, str]
+
 
 def digest_task_phases(task: TaskPhases) -> None:
     """Close ``task``'s sum against Dask's task start, digest it and queue its record."""
@@ -68,9 +71,9 @@ def phase_digests(
     wall: dict[str, float],
     cpu: dict[str, float],
     codecs: dict[str, list[float]],
-) -> list[tuple[str, float, str]]:
+) -> list[Digest]:
     """The ``(activity, value, unit)`` fine metrics of a task's phases, its ``other`` closed."""
-    digests = []
+    digests: list[Digest] = []
     for phase in PHASES:
         if phase == "output" and not task.output_measured:
             continue

@@ -40,7 +40,7 @@ from roastcoffea.plugin._workers import (
     RECORDS_TOPIC,
     WORKER_STATE_HANDLER,
 )
-from roastcoffea.plugin.phases import digest_task_phases
+from roastcoffea.plugin.phases import Digest, digest_task_phases
 from roastcoffea.records import RECORD_VERSION, chunk_totals, decode_record, encode_record
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
@@ -67,9 +67,6 @@ WORK_ITEM_FIELDS = ("dataset", "filename", "treename", "entrystart", "entrystop"
 RUNNING_STATES = frozenset({"executing", "long-running", "cancelled", "resumed"})
 
 _MISSING = object()
-
-#: A fine metric of a task, as ``context_meter.digest_metric`` takes it: (activity, value, unit).
-Digest = tuple[str, float, str]
 
 
 #: {type: whether its instances are work items}; types are few, but bounded anyway.
@@ -452,7 +449,8 @@ class RoastWorkerPlugin(WorkerPlugin):
                 record["t_start"] += getattr(self._worker, "scheduler_delay", 0.0)
             if ts is not None and ts.state in RUNNING_STATES:
                 # Sent and filed from the event loop at the task's end.
-                self._hold(key, (record, None, 0), (ts.span_id, ts.prefix), digests)
+                task_digests = None if digests is None else ((ts.span_id, ts.prefix), digests)
+                self._hold(key, (record, None, 0), task_digests)
                 return digests is not None
             self._release([(record, None, 0)], None, None)
         except Exception:
@@ -464,11 +462,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         self,
         key: Any,
         entry: tuple[dict[str, Any], Any, int],
-        where: tuple[Any, Any] | None = None,
-        digests: list[Digest] | None = None,
+        digests: tuple[tuple[Any, Any], list[Digest]] | None = None,
     ) -> None:
         """Keep a record of a running task for :meth:`transition` to send when it ends,
-        and the task's phase ``digests`` to file under ``where``, its (span, prefix).
+        and its phase ``digests`` with the (span, prefix) to file them under.
 
         At most :data:`MAX_PENDING_CHUNKS` tasks hold records; beyond, the oldest
         task's records are sent at once, without the task's end (counted), and its
@@ -481,8 +478,8 @@ class RoastWorkerPlugin(WorkerPlugin):
             if isinstance(started, float):
                 self._thread_starts[key] = started
             self._pending.setdefault(key, []).append(entry)
-            if digests is not None and where is not None:
-                self._phase_digests[key] = (where, digests)
+            if digests is not None:
+                self._phase_digests[key] = digests
             if len(self._pending) > MAX_PENDING_CHUNKS:
                 oldest = next(iter(self._pending))
                 evicted = self._pending.pop(oldest)
