@@ -13,7 +13,8 @@ clock, and ``--runs`` runs are timed:
   clock's sink (closing the task's phases, its record and digests);
 - on the event loop: the worker plugin's ``transition`` hook, of it the records' release
   (``_release``: completing, encoding, ``Worker.log_event``) and the phase digests
-  (``_digest``), and its heartbeat payload; every ``Worker.digest_metric`` call (Dask's
+  (``_sum_phases``), and its heartbeat payload with the phase sums it files
+  (``_file_phase_sums``); every ``Worker.digest_metric`` call (Dask's
   own included: a bare worker makes about 19 per task) and ``Worker.log_event``.
 
 A part nested in another is also in the other's figure. Each timed call also pays its
@@ -45,8 +46,9 @@ PARTS = (
     ("plugin", "add_chunk", "decorator: hand-off to the plugin"),
     ("plugin", "transition", "loop: plugin transition hook"),
     ("plugin", "_release", "  records completed, encoded, sent"),
-    ("plugin", "_digest", "  phase digests filed"),
+    ("plugin", "_sum_phases", "  phase digests summed"),
     ("plugin", "_payload", "loop: heartbeat payload"),
+    ("plugin", "_file_phase_sums", "  phase sums filed"),
     ("worker", "digest_metric", "loop: Worker.digest_metric (Dask's too)"),
     ("worker", "log_event", "loop: Worker.log_event"),
 )

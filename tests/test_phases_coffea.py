@@ -177,7 +177,10 @@ def test_worker_digests_add_up_to_dasks_span_totals(
         return totals
 
     async def heartbeat(dask_worker: Any) -> None:
-        await dask_worker.heartbeat()  # Dask's span totals move with the heartbeats
+        # Dask's span totals move with the heartbeats: the plugin files its phase
+        # sums at one, which Dask's spans receive at the next.
+        await dask_worker.heartbeat()
+        await dask_worker.heartbeat()
 
     roast.run(heartbeat)
     dask = roast.run_on_scheduler(span_totals)

@@ -162,3 +162,31 @@ def test_payloads_follow_dasks_changes_instead_of_scanning(roast: Client) -> Non
     # On a real worker the tracker gets the heartbeat's changed keys from Dask's spans
     # extension; without them every payload would scan digests_total, which only grows.
     assert all(roast.run(changes_followed).values())
+
+
+def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[Any]:
+    """Sum a phase digest per value and read the heartbeat payload that files it."""
+    from roastcoffea import _native
+    from roastcoffea.plugin.phases import digest_labels
+
+    plugin = dask_worker.plugins["roastcoffea"]
+    layout = (False, ())  # no output measured, no codec
+    labels = digest_labels(layout)
+    activity, unit = labels[0]
+    key = ("execute", span_id, "summed", activity, unit)
+    seen = []
+    for value in values:
+        plugin._sum_phases((span_id, "summed"), (layout, [value] * len(labels)))
+        seen.append(_native.decode_payload(plugin._payload(dask_worker))["digests"].get(key))
+    return seen
+
+
+def test_each_heartbeat_payload_carries_the_phase_sums_it_files(make_cluster: Any) -> None:
+    # The sums are filed after Dask swapped the heartbeat's changed keys: the
+    # payload must read them all the same, the first time and every time after.
+    _, client = make_cluster(n_workers=1)
+    client.register_plugin(RoastPlugin())
+    with distributed.span("summed") as span_id:  # a span the scheduler knows
+        client.submit(nap, 0.0, pure=False).result()
+    seen = client.run(file_and_pay, span_id=span_id, values=[1.5, 2.0, 0.25])
+    assert list(seen.values()) == [[1.5, 3.5, 3.75]]

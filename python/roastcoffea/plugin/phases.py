@@ -10,11 +10,12 @@ hooked call returned:
 * each phase goes to Dask's fine performance metrics under the task's
   ``("execute", span, prefix, activity, unit)`` in ``Worker.digests_total``,
   which the worker plugin already carries per worker, prefix and span. The worker
-  plugin files them with ``Worker.digest_metric`` when the task ends, on the event
-  loop, where Dask files the task's own metrics; a task whose record the plugin
-  does not hold sends them through ``context_meter.digest_metric``, which Dask
-  files the same way. The units are not ``"seconds"``, so Dask's own
-  ``thread-cpu`` and ``thread-noncpu`` of the task stay exactly what they were;
+  plugin sums them per span and prefix when the task ends, on the event loop, and
+  files the sums with ``Worker.digest_metric`` before each heartbeat payload; a
+  task whose record the plugin does not hold sends them through
+  ``context_meter.digest_metric``, which Dask files when the task ends. The units
+  are not ``"seconds"``, so Dask's own ``thread-cpu`` and ``thread-noncpu`` of the
+  task stay exactly what they were;
 * the worker plugin sends a ``kind="phases"`` record with the task's phases,
   its work item and its thread, for per-chunk views.
 """
@@ -44,8 +45,14 @@ from roastcoffea.phase_vocabulary import (
 )
 from roastcoffea.plugin.task import running_task
 
-#: A fine metric of a task, as ``context_meter.digest_metric`` takes it: (activity, value, unit).
-Digest = tuple[str, float, str]
+#: Where a task's digests go in its fine metrics: whether its output was measured,
+#: and the names of the codecs it decompressed with (in the order of its values).
+Layout = tuple[bool, tuple[str, ...]]
+#: A task's fine metrics: its layout and a value per label of :func:`digest_labels`.
+PhaseDigests = tuple[Layout, list[float]]
+#: Layouts whose labels are remembered (a worker sees a handful); beyond, forgotten.
+MAX_LAYOUTS = 256
+_LABELS: dict[Layout, tuple[tuple[str, str], ...]] = {}
 
 
 def digest_task_phases(task: TaskPhases) -> None:
@@ -60,10 +67,11 @@ def digest_task_phases(task: TaskPhases) -> None:
     if running.plugin is not None and hasattr(running.plugin, "add_phases"):
         record = phase_record(task, wall, cpu, codecs, started, elapsed)
         if running.plugin.add_phases(running.key, record, digests):
-            return  # the plugin files the digests when the task ends
+            return  # the plugin sums the digests when the task ends
+    layout, values = digests
     digest = context_meter.digest_metric
-    for label, value, unit in digests:
-        digest(label, value, unit)
+    for (activity, unit), value in zip(digest_labels(layout), values, strict=True):
+        digest(activity, value, unit)
 
 
 def phase_digests(
@@ -71,29 +79,48 @@ def phase_digests(
     wall: dict[str, float],
     cpu: dict[str, float],
     codecs: dict[str, list[float]],
-) -> list[Digest]:
-    """The ``(activity, value, unit)`` fine metrics of a task's phases, its ``other`` closed."""
-    digests: list[Digest] = []
+) -> PhaseDigests:
+    """The fine metrics of a task's phases, its ``other`` closed: the values, in the
+    order of the ``(activity, unit)`` labels its layout has (:func:`digest_labels`).
+
+    Values without their labels: a worker sums them per span, prefix and layout
+    element by element, and files each label once per heartbeat.
+    """
+    values: list[float] = []
     for phase in PHASES:
-        if phase == "output" and not task.output_measured:
-            continue
-        digests.append((PHASE_ACTIVITY.format(phase), wall[phase], WALL))
-        digests.append((PHASE_ACTIVITY.format(phase), cpu[phase], CPU))
-    digests.append((PHASE_ACTIVITY.format("read"), task.read_bytes, BYTES))
-    digests.append((PHASE_ACTIVITY.format("decompress"), sum(c[3] for c in codecs.values()), BYTES))
-    for name, (codec_wall, codec_cpu, size_in, size_out) in codecs.items():
-        activity = CODEC_ACTIVITY.format(name)
-        digests.append((activity, codec_wall, WALL))
-        digests.append((activity, codec_cpu, CPU))
-        digests.append((activity, size_out, BYTES))
-        digests.append((activity, size_in, COMPRESSED))
-    digests.append((TASKS_ACTIVITY, 1, COUNT))
-    digests.append((CLOCK_ACTIVITY, task.switches + task.nested, COUNT))
-    digests.append((CLOCK_ACTIVITY, clock_seconds(task), WALL))
-    digests.append((CLOCK_ACTIVITY, task.cpu_split_bound, CPU))
+        if phase != "output" or task.output_measured:
+            values += (wall[phase], cpu[phase])
+    values += (task.read_bytes, sum(c[3] for c in codecs.values()))
+    for codec_wall, codec_cpu, size_in, size_out in codecs.values():
+        values += (codec_wall, codec_cpu, size_out, size_in)
+    values += (1, task.switches + task.nested, clock_seconds(task), task.cpu_split_bound)
     if task.output_measured:
-        digests.append((OUTPUTS_ACTIVITY, 1, COUNT))
-    return digests
+        values.append(1)
+    return (task.output_measured, tuple(codecs)), values
+
+
+def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
+    """The ``(activity, unit)`` of each value :func:`phase_digests` makes for ``layout``."""
+    labels = _LABELS.get(layout)
+    if labels is not None:
+        return labels
+    output_measured, codec_names = layout
+    built: list[tuple[str, str]] = []
+    for phase in PHASES:
+        if phase != "output" or output_measured:
+            built += ((PHASE_ACTIVITY.format(phase), WALL), (PHASE_ACTIVITY.format(phase), CPU))
+    built += ((PHASE_ACTIVITY.format("read"), BYTES), (PHASE_ACTIVITY.format("decompress"), BYTES))
+    for name in codec_names:
+        activity = CODEC_ACTIVITY.format(name)
+        built += ((activity, WALL), (activity, CPU), (activity, BYTES), (activity, COMPRESSED))
+    built += ((TASKS_ACTIVITY, COUNT), (CLOCK_ACTIVITY, COUNT))
+    built += ((CLOCK_ACTIVITY, WALL), (CLOCK_ACTIVITY, CPU))
+    if output_measured:
+        built.append((OUTPUTS_ACTIVITY, COUNT))
+    if len(_LABELS) >= MAX_LAYOUTS:
+        _LABELS.clear()
+    labels = _LABELS[layout] = tuple(built)
+    return labels
 
 
 def phase_record(

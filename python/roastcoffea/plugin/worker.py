@@ -26,6 +26,7 @@ import logging
 import math
 import threading
 from collections.abc import Iterable
+from operator import add
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -40,7 +41,7 @@ from roastcoffea.plugin._workers import (
     RECORDS_TOPIC,
     WORKER_STATE_HANDLER,
 )
-from roastcoffea.plugin.phases import Digest, digest_task_phases
+from roastcoffea.plugin.phases import PhaseDigests, digest_labels, digest_task_phases
 from roastcoffea.records import RECORD_VERSION, chunk_totals, decode_record, encode_record
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
@@ -213,8 +214,11 @@ class RoastWorkerPlugin(WorkerPlugin):
         # threads write it, the event loop reads it: guarded by the lock).
         self._thread_starts: dict[Any, float] = {}
         # The phase digests of each running task that holds its phase record, with
-        # the task's (span, prefix), filed when it ends (guarded by the lock).
-        self._phase_digests: dict[Any, tuple[tuple[Any, Any], list[Digest]]] = {}
+        # the task's (span, prefix), summed when it ends (guarded by the lock).
+        self._phase_digests: dict[Any, tuple[tuple[Any, Any], PhaseDigests]] = {}
+        # Event loop only: the ended tasks' phase digests summed per (span, prefix)
+        # and layout, filed with Dask at the next heartbeat or state read.
+        self._phase_sums: dict[tuple[Any, Any, Any], list[float]] = {}
         self.counters: dict[str, int] = dict.fromkeys(
             (
                 "chunks",
@@ -268,6 +272,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         """
         if self._tracker is not None:
             try:
+                self._file_phase_sums()
                 data = self._tracker.full_payload(worker.digests_total)
                 worker.log_event(FINAL_STATE_TOPIC, {"worker": worker.address, "data": data})
             except Exception:
@@ -286,6 +291,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             self._pending.clear()
             self._thread_starts.clear()
             self._phase_digests.clear()
+        self._phase_sums.clear()
         self._classified.clear()
         self._announced.clear()
         self._clock_delays.clear()
@@ -328,7 +334,7 @@ class RoastWorkerPlugin(WorkerPlugin):
                         digests = self._phase_digests.pop(key, None)
                     self._release(entries, ts, _stamped_delay(ts, started, delay))
                     if digests is not None:
-                        self._digest(*digests)
+                        self._sum_phases(*digests)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
@@ -414,7 +420,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
 
     def add_phases(
-        self, key: Any, record: dict[str, Any], digests: list[Digest] | None = None
+        self, key: Any, record: dict[str, Any], digests: PhaseDigests | None = None
     ) -> bool:
         """Take a task's phase record and its fine metrics (:mod:`roastcoffea.plugin.phases`).
 
@@ -422,11 +428,11 @@ class RoastWorkerPlugin(WorkerPlugin):
         ``t_start`` to the scheduler clock, as chunk records are; the record
         is sent from the event loop when the task ends (sending from the
         task's thread would wake the loop and hand it the GIL mid-task), and
-        ``digests``, ``(activity, value, unit)`` triples, are filed then with
-        ``Worker.digest_metric`` under the task's ``("execute", span, prefix)``,
-        as Dask files the metrics a task sends through its context meter (one
-        call each on the loop, instead of a trip through the meter and Dask's
-        ledger). Never raises.
+        ``digests`` (:func:`~roastcoffea.plugin.phases.phase_digests`) are added then to the
+        sums the plugin files with ``Worker.digest_metric`` under the task's
+        ``("execute", span, prefix)`` at the next heartbeat, as Dask files the
+        metrics a task sends through its context meter (instead of a trip
+        through the meter and Dask's ledger, and a filing per task). Never raises.
 
         Returns
         -------
@@ -462,14 +468,14 @@ class RoastWorkerPlugin(WorkerPlugin):
         self,
         key: Any,
         entry: tuple[dict[str, Any], Any, int],
-        digests: tuple[tuple[Any, Any], list[Digest]] | None = None,
+        digests: tuple[tuple[Any, Any], PhaseDigests] | None = None,
     ) -> None:
         """Keep a record of a running task for :meth:`transition` to send when it ends,
         and its phase ``digests`` with the (span, prefix) to file them under.
 
         At most :data:`MAX_PENDING_CHUNKS` tasks hold records; beyond, the oldest
         task's records are sent at once, without the task's end (counted), and its
-        digests filed from the event loop.
+        digests summed from the event loop.
         """
         evicted: list[tuple[dict[str, Any], Any, int]] = []
         evicted_digests = None
@@ -489,24 +495,48 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._release(evicted, None, None)
         if evicted_digests is not None:
             try:
-                self._worker.loop.add_callback(self._digest, *evicted_digests)
+                self._worker.loop.add_callback(self._sum_phases, *evicted_digests)
             except Exception:  # torn down meanwhile: this task's digests are held all the same
                 self._count("hook_errors")
 
-    def _digest(self, where: tuple[Any, Any], digests: list[Digest]) -> None:
-        """File a task's phase digests as Dask files a task's context-meter metrics.
+    def _sum_phases(self, where: tuple[Any, Any], digests: PhaseDigests) -> None:
+        """Add an ended task's phase digests to the sums of its (span, prefix) and layout.
 
-        On the event loop, which owns the worker's digests. Never raises (it also
-        runs as a loop callback, after a teardown perhaps).
+        On the event loop. Dask's ``digest_metric`` costs a few microseconds per
+        call and a task has about 25 digests: summed here, value by value, each
+        is filed once per heartbeat (:meth:`_file_phase_sums`). Never raises (it
+        also runs as a loop callback, after a teardown perhaps).
         """
-        span, prefix = where
+        try:
+            layout, values = digests
+            key = (*where, layout)
+            sums = self._phase_sums.get(key)
+            self._phase_sums[key] = values if sums is None else list(map(add, sums, values))
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea phase digests not summed", exc_info=True)
+
+    def _file_phase_sums(self) -> list[tuple[Any, ...]]:
+        """File the summed phase digests with ``Worker.digest_metric``; returns their keys.
+
+        On the event loop, before each read of ``digests_total`` (heartbeat
+        payload, full state, teardown), so our payloads carry every ended task.
+        The keys are ``("execute", span, prefix, activity, unit)``, those under
+        which Dask files what a task sends through its context meter. Never raises.
+        """
+        sums, self._phase_sums = self._phase_sums, {}
+        filed: list[tuple[Any, ...]] = []
         try:
             digest = self._worker.digest_metric
-            for activity, value, unit in digests:
-                digest(("execute", span, prefix, activity, unit), value)
+            for (span, prefix, layout), values in sums.items():
+                for (activity, unit), value in zip(digest_labels(layout), values, strict=True):
+                    key = ("execute", span, prefix, activity, unit)
+                    digest(key, value)
+                    filed.append(key)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea phase digests not filed", exc_info=True)
+        return filed
 
     def _release(
         self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
@@ -677,10 +707,17 @@ class RoastWorkerPlugin(WorkerPlugin):
             heartbeat = worker.periodic_callbacks.get("heartbeat")
             if heartbeat is not None:
                 self._tracker.window = auto_window(self.interval, heartbeat.callback_time)
-        return self._tracker.payload(worker.digests_total, _changed_since_heartbeat(worker))
+        filed = self._file_phase_sums()
+        changed = _changed_since_heartbeat(worker)
+        if filed and changed is not None:
+            # Filed after Dask swapped its per-heartbeat digests: they reach its
+            # spans at the next heartbeat, ours now.
+            changed = {**changed, **dict.fromkeys(filed, 0)}
+        return self._tracker.payload(worker.digests_total, changed)
 
     def _full_state(self) -> bytes:
         """RPC handler ``roastcoffea_worker_state``: every digest and queued record."""
+        self._file_phase_sums()
         return self._tracker.full_payload(self._worker.digests_total)
 
 
