@@ -109,6 +109,11 @@ to do, answered its worker later. Its worker then idled 42-54 ms more per run th
 one at 100,000-event chunks (standard error 5-11 ms; 13 ms, standard error 9, with the
 schedulers apart), about 0.4 % of the wall that no deployment pays.
 
+``--without phases`` runs ours with the phase clock off (``RoastPlugin(phases=False)``), and
+``--without decorator`` runs the plugin and the phase clock on the bare processor (no
+``@track_metrics``): what each part costs a chunk in place, with what it does to the code
+around it, read against the whole in another run (0.1.2 is not run then).
+
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
 docs/performance.md for making that venv. Each version runs in its own Python process, ours
@@ -305,6 +310,7 @@ class Rounds:
         chunksize: int,
         datasets: int,
         draw: random.Random,
+        without: str | None = None,
     ) -> None:
         import roastcoffea
 
@@ -315,11 +321,14 @@ class Rounds:
         self.chunksize = chunksize
         self.draw = draw  # one sequence for all blocks: each block's rounds start anew
         self.plugin = getattr(roastcoffea, "RoastPlugin", None)  # ours only
+        # --without: the part of ours the collected variant runs without
+        self.plugin_options = {"phases": False} if without == "phases" else {}
+        self.decorated = without != "decorator"
         self.parts: list[dict[str, Any]] = []
         for client in (bare, collected):
             client.run(clock_collections)
         if self.plugin is not None:
-            collected.register_plugin(self.plugin())
+            collected.register_plugin(self.plugin(**self.plugin_options))
 
     def swap(self) -> None:
         """Move the plugin to the other cluster: the clusters swap roles."""
@@ -328,7 +337,7 @@ class Rounds:
             from roastcoffea.plugin import stop
 
             stop(collected)
-            bare.register_plugin(self.plugin())
+            bare.register_plugin(self.plugin(**self.plugin_options))
         self.clients = {"bare": collected, "collected": bare}
 
     def warm_up(self) -> None:
@@ -375,7 +384,7 @@ class Rounds:
         from roastcoffea import MetricsCollector
 
         client = self.clients[variant]
-        proc = BareAnalysis() if variant == "bare" else Analysis()
+        proc = Analysis() if variant == "collected" and self.decorated else BareAnalysis()
         runner = processor.Runner(
             executor=processor.DaskExecutor(client=client, status=False),
             schema=NanoAODSchema,
@@ -418,7 +427,13 @@ def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def child(
-    files: list[str], chunksize: int, datasets: int, rounds: int, blocks: int, alone: bool
+    files: list[str],
+    chunksize: int,
+    datasets: int,
+    rounds: int,
+    blocks: int,
+    alone: bool,
+    without: str | None = None,
 ) -> dict[str, Any]:
     """Run in one Python process: ``blocks`` blocks of ``rounds`` rounds, each block on two
     new clusters (a warm-up of each variant, the clusters swapping roles and warming up
@@ -448,7 +463,7 @@ def child(
                 )
                 clients.append(stack.enter_context(Client(cluster)))
                 clients[-1].wait_for_workers(1)  # the cluster returns before they connect
-            rounds_ = Rounds(clients[0], clients[1], files, chunksize, datasets, draw)
+            rounds_ = Rounds(clients[0], clients[1], files, chunksize, datasets, draw, without)
             rounds_.warm_up()
             for i in range(rounds):
                 if i and i == rounds // 2:
@@ -479,10 +494,12 @@ def spawn(
     rounds: int,
     blocks: int,
     alone: bool,
+    without: str | None = None,
 ) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
     args = ["--child", "--rounds", str(rounds), "--blocks", str(blocks)]
     args += ["--alone"] if alone else []
+    args += ["--without", without] if without else []
     args += ["--chunksize", str(chunksize)]
     args += ["--datasets", str(datasets), *files]
     return run_child(python, __file__, args, RESULT)
@@ -660,6 +677,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--samples", type=Path, help="write every run's figures, per chunk size, to this JSON file"
     )
+    parser.add_argument(
+        "--without",
+        choices=("phases", "decorator"),
+        help="ours without one part: the phase clock (RoastPlugin(phases=False)) or "
+        "@track_metrics (the collected variant runs the bare processor); 0.1.2 is not run",
+    )
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--datasets", type=int, help=argparse.SUPPRESS)
     child_arguments(parser)
@@ -667,7 +690,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return answer_parent(
             RESULT,
-            child(args.paths, args.chunksize, args.datasets, args.rounds, args.blocks, args.alone),
+            child(
+                args.paths,
+                args.chunksize,
+                args.datasets,
+                args.rounds,
+                args.blocks,
+                args.alone,
+                args.without,
+            ),
         )
 
     if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
@@ -677,11 +708,16 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
     rounds, blocks = (2, 2) if args.quick else (args.rounds, args.blocks)
     pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
+    if args.without:
+        del pythons["0.1.2"]
     by_size: dict[int, dict[str, dict[str, Any]]] = {}
     print(
         f"collector overhead: {blocks} blocks of {rounds} rounds per chunk size and version; "
         f"{machine()}"
     )
+    if args.without:
+        part = {"phases": "the phase clock", "decorator": "@track_metrics"}[args.without]
+        print(f"ours runs without {part} (--without {args.without})")
     for chunksize, (events, n_files, datasets) in sizes.items():
         files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
         chunks = datasets * n_files * coffea_chunks(events // n_files, chunksize)
@@ -696,7 +732,9 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(python).exists():
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
-            results[name] = spawn(python, files, chunksize, datasets, rounds, blocks, args.alone)
+            results[name] = spawn(
+                python, files, chunksize, datasets, rounds, blocks, args.alone, args.without
+            )
         report_size(chunksize, chunks, results)
         by_size[chunksize] = results
     if args.samples:

@@ -19,6 +19,7 @@ def test_defaults_are_dask_settings() -> None:
     assert config.seconds("flush-timeout") == 10.0
     assert config.seconds("probe-timeout") == 5.0
     assert plugin.phase_cpu_interval == 0.001
+    assert plugin.phases is True
 
 
 def test_settings_override_defaults_and_arguments_win() -> None:
@@ -28,18 +29,24 @@ def test_settings_override_defaults_and_arguments_win() -> None:
         "roastcoffea.series-cap-bytes": "1MiB",
         "roastcoffea.live": False,
         "roastcoffea.phase-cpu-interval": "0ms",
+        "roastcoffea.phases": False,
     }
     with dask.config.set(overrides):
         plugin = RoastPlugin()
         assert (plugin.interval, plugin.ring_capacity) == (0.25, 1024)
         assert (plugin.series_cap_bytes, plugin.live) == (1 << 20, False)
-        assert plugin.phase_cpu_interval == 0.0
+        assert (plugin.phase_cpu_interval, plugin.phases) == (0.0, False)
         given = RoastPlugin(
-            2.0, ring_capacity=64, series_cap_bytes=1 << 17, live=True, phase_cpu_interval=0.01
+            2.0,
+            ring_capacity=64,
+            series_cap_bytes=1 << 17,
+            live=True,
+            phase_cpu_interval=0.01,
+            phases=True,
         )
         assert (given.interval, given.ring_capacity) == (2.0, 64)
         assert (given.series_cap_bytes, given.live) == (1 << 17, True)
-        assert given.phase_cpu_interval == 0.01
+        assert (given.phase_cpu_interval, given.phases) == (0.01, True)
 
 
 def test_environment_variables_reach_the_settings() -> None:
@@ -61,6 +68,8 @@ def test_bad_settings_are_refused_like_bad_arguments() -> None:
             RoastPlugin(phase_cpu_interval=bad)
     with pytest.raises(TypeError, match="phase_cpu_interval"):
         RoastPlugin(phase_cpu_interval="1ms")
+    with dask.config.set({"roastcoffea.phases": "no"}), pytest.raises(TypeError, match="phases"):
+        RoastPlugin()
 
 
 def test_collector_reads_its_interval_from_the_settings(client: Client) -> None:

@@ -412,3 +412,29 @@ def test_the_live_stream_carries_the_phases_of_the_records(roast: Client, cms_da
     finally:
         roast.unsubscribe_topic("roastcoffea")
         roast._event_handlers.pop("roastcoffea", None)
+
+
+def test_with_the_phase_clock_off_the_chunks_are_measured_and_the_phases_say_why_not(
+    make_cluster: Callable[..., tuple[Any, Client]], cms_data: Path
+) -> None:
+    from roastcoffea import RoastPlugin
+
+    _, own = make_cluster(n_workers=1)
+    own.register_plugin(RoastPlugin(phases=False))
+
+    def hooked(dask_worker: Any) -> tuple[bool, str | None]:
+        from roastcoffea.instrument import _phase_hooks
+
+        plugin = dask_worker.plugins["roastcoffea"]
+        return _phase_hooks.installed(), plugin.phase_hooks_error
+
+    assert list(own.run(hooked).values()) == [(False, "turned off (RoastPlugin phases=False)")]
+    fileset = {"dy": {"files": {str(cms_data / "nano_dy.root"): TREE}}}
+    mc, _ = run(own, fileset, TrackedReader(), chunksize=20)
+    metrics = mc.get_metrics()
+    assert metrics["num_chunks"] == len(mc.chunk_metrics) == 2
+    assert metrics["raw_phase_records"] is None and metrics["phase_wall_seconds"] is None
+    assert "phases=False" in metrics["unavailable"]["phase_wall_seconds"]
+    assert "RoastPlugin registered with phases=False: no phase metrics" in mc.notes
+    # The byte accounting reads the basket headers itself when no hook logged them.
+    assert all(c["accessed_uncompressed_bytes"] > 0 for c in mc.chunk_metrics)

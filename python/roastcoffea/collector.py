@@ -345,6 +345,8 @@ class MetricsCollector(AbstractContextManager):
             )
         if not info["live"]:
             self.notes.append("RoastPlugin registered with live=False: no live view data")
+        if not info["phases"]:
+            self.notes.append("RoastPlugin registered with phases=False: no phase metrics")
         return info["time"]
 
     # ---- exit steps ---------------------------------------------------------------

@@ -65,8 +65,9 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     tasks = _total(rows, vocab.TASKS_ACTIVITY, vocab.COUNT)
     if not tasks:
         reason = (
-            "no task measured by the phase clock (the processor did not run coffea's "
-            "Runner work function on a worker with the roastcoffea plugin)"
+            "no task measured by the phase clock (it is off with RoastPlugin(phases=False), "
+            "or the processor did not run coffea's Runner work function on a worker with "
+            "the roastcoffea plugin)"
         )
         for key in (*KEYS, *RECORD_KEYS):
             out.missing(key, reason)

@@ -135,6 +135,12 @@ class RoastPlugin(SchedulerPlugin):
         its phases by wall, the error bounded by ``phase_cpu_split_bound_seconds``.
         0 reads it at every phase switch: exact per-phase CPU for about 0.3 ms
         more per 100,000-event chunk. Default ``roastcoffea.phase-cpu-interval`` (1 ms).
+    phases : bool, optional
+        Run the phase clock on the workers: each processor task's time split
+        into open, read, decompress, interpret, user, output and other
+        (docs/metrics.md). Off, the phase metrics are None and a chunk costs
+        the workers less (docs/performance.md, section 5). Default
+        ``roastcoffea.phases`` (True).
 
     Notes
     -----
@@ -160,11 +166,16 @@ class RoastPlugin(SchedulerPlugin):
         live: bool | None = None,
         prometheus: bool | None = None,
         phase_cpu_interval: float | None = None,
+        phases: bool | None = None,
     ) -> None:
         self.interval = check_interval(config.seconds("interval", interval))
         self.phase_cpu_interval = check_phase_cpu_interval(
             config.seconds("phase-cpu-interval", phase_cpu_interval)
         )
+        phases = config.setting("phases", phases)
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
+        self.phases = phases
         self.window = None if window is None else _integer("window", window, 1)
         ring_capacity = config.setting("ring-capacity", ring_capacity)
         self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
@@ -194,6 +205,7 @@ class RoastPlugin(SchedulerPlugin):
             "live": self.live,
             "prometheus": self.prometheus,
             "phase_cpu_interval": self.phase_cpu_interval,
+            "phases": self.phases,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -406,6 +418,7 @@ class RoastPlugin(SchedulerPlugin):
                 "interval": self.interval,
                 "window": self.window,
                 "phase_cpu_interval": self.phase_cpu_interval,
+                "phases": self.phases,
             }
         )
         try:

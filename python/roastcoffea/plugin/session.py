@@ -36,7 +36,8 @@ def _scheduler_tick(dask_scheduler: Any) -> dict[str, Any] | None:
     if plugin is None:
         return None
     plugin.tick()
-    return {"interval": plugin.interval, "live": plugin.live, "time": dask_time()}
+    phases = getattr(plugin, "phases", True)  # a plugin pickled before the setting existed
+    return {"interval": plugin.interval, "live": plugin.live, "phases": phases, "time": dask_time()}
 
 
 def _scheduler_clock(dask_scheduler: Any) -> float:

@@ -184,6 +184,8 @@ class RoastWorkerPlugin(WorkerPlugin):
     phase_cpu_interval : float
         Seconds between the phase clock's reads of a task's CPU clock
         (:class:`~roastcoffea.instrument.phases.TaskPhases`).
+    phases : bool
+        Whether to run the phase clock (install the phase hooks) on the worker.
     """
 
     name = PLUGIN_NAME
@@ -194,10 +196,12 @@ class RoastWorkerPlugin(WorkerPlugin):
         interval: float = 1.0,
         window: int | None = None,
         phase_cpu_interval: float = phases.CPU_INTERVAL,
+        phases: bool = True,
     ) -> None:
         self.interval = float(interval)
         self.window = window
         self.phase_cpu_interval = float(phase_cpu_interval)
+        self.phases = bool(phases)
         self._tracker: Any = None
         self._worker: Any = None
         # Chunk and phase records of executing tasks: {key: [(record, source, own_bytes)]}.
@@ -241,6 +245,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             "interval": self.interval,
             "window": self.window,
             "phase_cpu_interval": self.phase_cpu_interval,
+            "phases": self.phases,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -254,6 +259,9 @@ class RoastWorkerPlugin(WorkerPlugin):
         )
         worker.metrics[PLUGIN_NAME] = self._payload
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
+        if not self.phases:
+            self.phase_hooks_error = "turned off (RoastPlugin phases=False)"
+            return
         try:
             _phase_hooks.install()
         except Exception as exc:  # no coffea or uproot here, or a version we cannot hook
