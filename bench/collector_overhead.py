@@ -129,6 +129,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -426,17 +427,30 @@ def own_figures(metrics: dict[str, Any]) -> dict[str, Any]:
     return {key: metrics.get(key) for key in keys}
 
 
-def child(
-    files: list[str],
-    chunksize: int,
-    datasets: int,
-    rounds: int,
-    blocks: int,
-    alone: bool,
-    without: str | None = None,
-) -> dict[str, Any]:
-    """Run in one Python process: ``blocks`` blocks of ``rounds`` rounds, each block on two
-    new clusters (a warm-up of each variant, the clusters swapping roles and warming up
+@dataclass(frozen=True)
+class Plan:
+    """What one Python process runs: the workload, its rounds and blocks, and which variants."""
+
+    files: list[str]
+    chunksize: int
+    datasets: int
+    rounds: int
+    blocks: int
+    alone: bool = False  # also the variants one after the other
+    without: str | None = None  # the part of ours the collected variant runs without
+
+    def arguments(self) -> list[str]:
+        """The command line that makes :func:`main` run :func:`child` with this plan."""
+        args = ["--child", "--rounds", str(self.rounds), "--blocks", str(self.blocks)]
+        args += ["--alone"] if self.alone else []
+        args += ["--without", self.without] if self.without else []
+        args += ["--chunksize", str(self.chunksize), "--datasets", str(self.datasets)]
+        return [*args, *self.files]
+
+
+def child(plan: Plan) -> dict[str, Any]:
+    """Run in one Python process: ``plan.blocks`` blocks of ``plan.rounds`` rounds, each block
+    on two new clusters (a warm-up of each variant, the clusters swapping roles and warming up
     again halfway)."""
     from contextlib import ExitStack
 
@@ -453,8 +467,8 @@ def child(
     samples: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     together: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     parts: list[dict[str, Any]] = []
-    draw = random.Random(chunksize)
-    for _ in range(blocks):
+    draw = random.Random(plan.chunksize)
+    for _ in range(plan.blocks):
         with ExitStack() as stack:
             clients = []
             for _ in range(2):
@@ -463,13 +477,21 @@ def child(
                 )
                 clients.append(stack.enter_context(Client(cluster)))
                 clients[-1].wait_for_workers(1)  # the cluster returns before they connect
-            rounds_ = Rounds(clients[0], clients[1], files, chunksize, datasets, draw, without)
+            rounds_ = Rounds(
+                clients[0],
+                clients[1],
+                plan.files,
+                plan.chunksize,
+                plan.datasets,
+                draw,
+                plan.without,
+            )
             rounds_.warm_up()
-            for i in range(rounds):
-                if i and i == rounds // 2:
+            for i in range(plan.rounds):
+                if i and i == plan.rounds // 2:
                     rounds_.swap()
                     rounds_.warm_up()
-                if alone:
+                if plan.alone:
                     order = ("bare", "collected") if i % 2 == 0 else ("collected", "bare")
                     phase = rounds_.phase()
                     for variant in order:
@@ -479,30 +501,16 @@ def child(
             parts += rounds_.parts
     return {
         "version": roastcoffea.__version__,
-        "blocks": blocks,
+        "blocks": plan.blocks,
         "samples": samples,
         "together": together,
         "parts": parts,
     }
 
 
-def spawn(
-    python: str,
-    files: list[str],
-    chunksize: int,
-    datasets: int,
-    rounds: int,
-    blocks: int,
-    alone: bool,
-    without: str | None = None,
-) -> dict[str, Any]:
+def spawn(python: str, plan: Plan) -> dict[str, Any]:
     """Run :func:`child` with ``python``; its result, or ``{"error": ...}``."""
-    args = ["--child", "--rounds", str(rounds), "--blocks", str(blocks)]
-    args += ["--alone"] if alone else []
-    args += ["--without", without] if without else []
-    args += ["--chunksize", str(chunksize)]
-    args += ["--datasets", str(datasets), *files]
-    return run_child(python, __file__, args, RESULT)
+    return run_child(python, __file__, plan.arguments(), RESULT)
 
 
 # --- the report ----------------------------------------------------------------------
@@ -691,13 +699,15 @@ def main(argv: list[str] | None = None) -> int:
         return answer_parent(
             RESULT,
             child(
-                args.paths,
-                args.chunksize,
-                args.datasets,
-                args.rounds,
-                args.blocks,
-                args.alone,
-                args.without,
+                Plan(
+                    args.paths,
+                    args.chunksize,
+                    args.datasets,
+                    args.rounds,
+                    args.blocks,
+                    args.alone,
+                    args.without,
+                )
             ),
         )
 
@@ -732,9 +742,8 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(python).exists():
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
-            results[name] = spawn(
-                python, files, chunksize, datasets, rounds, blocks, args.alone, args.without
-            )
+            plan = Plan(files, chunksize, datasets, rounds, blocks, args.alone, args.without)
+            results[name] = spawn(python, plan)
         report_size(chunksize, chunks, results)
         by_size[chunksize] = results
     if args.samples:
