@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from test_metrics_support import T0, chunk, close, metrics_of
 
 from roastcoffea.metrics.chunks import DISTRIBUTIONS
@@ -220,6 +221,16 @@ def test_the_monitoring_cost_is_unmeasured_when_a_record_lacks_it() -> None:
     assert m["instrument_seconds"] is None and m["monitoring_seconds_per_chunk"] is None
     assert "lack 'instrument_seconds'" in m["unavailable"]["instrument_seconds"]
     assert m["unavailable"]["monitoring_percent"].startswith("needs instrument_seconds")
+
+
+def test_without_the_phase_clock_the_monitoring_cost_is_the_instrumentation_alone() -> None:
+    # No task measured by the phase clock (RoastPlugin(phases=False)): it ran no hook.
+    first = chunk(instrument_seconds=0.003, task_duration=1.0)
+    second = chunk(entry_start=5, instrument_seconds=0.001, task_duration=1.0)
+    m = metrics_of(chunks=[first, second])
+    assert m["phase_tasks"] is None and m["phase_clock_seconds"] is None
+    assert m["monitoring_seconds_per_chunk"] == pytest.approx(0.004 / 2)
+    assert m["monitoring_percent"] == pytest.approx(100 * 0.004 / 2.0)
 
 
 def test_an_item_that_never_succeeded_is_one_failed_chunk() -> None:

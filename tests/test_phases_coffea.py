@@ -436,5 +436,7 @@ def test_with_the_phase_clock_off_the_chunks_are_measured_and_the_phases_say_why
     assert metrics["raw_phase_records"] is None and metrics["phase_wall_seconds"] is None
     assert "phases=False" in metrics["unavailable"]["phase_wall_seconds"]
     assert "RoastPlugin registered with phases=False: no phase metrics" in mc.notes
+    own_cost = metrics["instrument_seconds"] / len(mc.chunk_metrics)
+    assert metrics["monitoring_seconds_per_chunk"] == pytest.approx(own_cost)
     # The byte accounting reads the basket headers itself when no hook logged them.
     assert all(c["accessed_uncompressed_bytes"] > 0 for c in mc.chunk_metrics)

@@ -172,10 +172,23 @@ def _put_recomputed(extra: list[dict[str, Any]], out: Metrics) -> None:
 
 
 def _put_monitoring_cost(executions: list[dict[str, Any]], out: Metrics) -> None:
-    """The instrumentation's measured cost and, with the phase clock's, per chunk and share."""
+    """The instrumentation's measured cost and, with the phase clock's, per chunk and share.
+
+    The phase clock's cost counts when it measured tasks; when it measured none (off,
+    or not on these workers) it ran no hook and cost nothing.
+    """
     put_sums(out, executions, INSTRUMENT_SUMS)
     n = len(executions)
     out.derive("instrument_seconds_per_chunk", lambda own: own / n, "instrument_seconds")
+    if out.get("phase_tasks") is None:
+        out.derive("monitoring_seconds_per_chunk", lambda own: own / n, "instrument_seconds")
+        out.derive(
+            "monitoring_percent",
+            lambda own, tasks: 100.0 * divide(own, tasks, "the chunks' task time"),
+            "instrument_seconds",
+            "chunks_task_seconds",
+        )
+        return
     out.derive(
         "monitoring_seconds_per_chunk",
         lambda own, clock: (own + clock) / n,
