@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_metrics_support import W1, W2, chunk, make_snapshot, processor_metrics, span_digests
+from test_metrics_support import (
+    W1,
+    W2,
+    chunk,
+    make_snapshot,
+    metrics_of,
+    processor_metrics,
+    span_digests,
+)
 
 from roastcoffea.report.tables import (
     codecs_table,
@@ -196,4 +204,13 @@ def test_the_monitoring_table_shows_the_cost_per_chunk() -> None:
     assert rows["Cost per Chunk"] == (
         "5.00 ms (0.25% of the chunks' task time; instrumentation + phase clock, their own code: "
         "a lower bound)"
+    )
+
+
+def test_without_the_phase_clock_the_cost_per_chunk_names_the_instrumentation_alone() -> None:
+    m = metrics_of(chunks=[chunk(instrument_seconds=0.003, task_duration=2.0)])
+    rows = {row[0].text: row[1].text for row in monitoring_table(m).rows}
+    assert "Phase Clock (estimated)" not in rows
+    assert rows["Cost per Chunk"] == (
+        "3.00 ms (0.15% of the chunks' task time; instrumentation, their own code: a lower bound)"
     )

@@ -608,9 +608,10 @@ def _instrument_cell(metrics: Mapping[str, Any]) -> Cell:
 def _per_chunk_cell(metrics: Mapping[str, Any]) -> Cell:
     share = metrics.get("monitoring_percent")
     of_tasks = f"{share:.2f}% of the chunks' task time; " if is_number(share) else ""
+    parts = "instrumentation + phase clock" if metrics.get("phase_tasks") else "instrumentation"
     return Cell(
         f"{format_time(metrics['monitoring_seconds_per_chunk'])} "
-        f"({of_tasks}instrumentation + phase clock, their own code: a lower bound)"
+        f"({of_tasks}{parts}, their own code: a lower bound)"
     )
 
 
