@@ -34,7 +34,8 @@ from distributed.spans import CONTEXTS_WITH_SPAN_ID
 from distributed.worker import thread_state
 
 from roastcoffea import _native
-from roastcoffea.instrument import _phase_hooks, phases
+from roastcoffea.instrument import _phase_hooks
+from roastcoffea.instrument import phases as phase_clock
 from roastcoffea.plugin._workers import (
     FINAL_STATE_TOPIC,
     PLUGIN_NAME,
@@ -195,7 +196,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         self,
         interval: float = 1.0,
         window: int | None = None,
-        phase_cpu_interval: float = phases.CPU_INTERVAL,
+        phase_cpu_interval: float = phase_clock.CPU_INTERVAL,
         phases: bool = True,
     ) -> None:
         self.interval = float(interval)
@@ -269,7 +270,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             logger.debug("roastcoffea phase hooks not installed", exc_info=True)
         else:
             self.phase_hooks_error = None
-            phases.set_sink(digest_task_phases, cpu_interval=self.phase_cpu_interval)
+            phase_clock.set_sink(digest_task_phases, cpu_interval=self.phase_cpu_interval)
 
     def teardown(self, worker: Any) -> None:
         """Send the full state a last time, then remove what :meth:`setup` installed.
@@ -293,7 +294,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         if self.phase_hooks_error is None:
             _phase_hooks.uninstall()
             if not _phase_hooks.installed():
-                phases.set_sink(None)
+                phase_clock.set_sink(None)
             self.phase_hooks_error = "torn down"
         with self._lock:
             self._pending.clear()
