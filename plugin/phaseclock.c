@@ -103,25 +103,13 @@ static roast_instant clocks_now(void)
     return (roast_instant){wall, seconds_of(CLOCK_THREAD_CPUTIME_ID)};
 }
 
-/* Whether the thread may wait, off CPU, in phase: reading the source, and
- * the opaque phases (opening a file, the output). */
-static bool waits_in(int phase, bool opaque)
-{
-    return phase == PHASE_READ || opaque;
-}
-
-/* Whether the thread may wait in the phase on top of the stack. */
-static bool top_waits(const roast_phase_clock *clock)
-{
-    return waits_in(roast_phase_top(clock), clock->stack[clock->depth - 1] & ROAST_PHASE_OPAQUE);
-}
 
 /* The clocks at a switch: the wall (vDSO, no system call), and the thread's
  * CPU when the clock wants it (roast/phases.h says when and why). */
-static roast_instant clocks_at_switch(const roast_phase_clock *clock, bool waiting)
+static roast_instant clocks_at_switch(const roast_phase_clock *clock, bool leaving)
 {
     roast_instant now = {seconds_of(CLOCK_MONOTONIC), ROAST_CPU_UNREAD};
-    if (roast_phase_wants_cpu(clock, now.wall, waiting))
+    if (roast_phase_wants_cpu(clock, now.wall, leaving))
         now.cpu = seconds_of(CLOCK_THREAD_CPUTIME_ID);
     return now;
 }
@@ -154,7 +142,7 @@ static void task_enter(TaskPhases *task, int phase, bool opaque)
     roast_phase_clock *clock = &task->clock;
     roast_instant now =
         roast_phase_enter_switches(clock, phase, opaque)
-            ? clocks_at_switch(clock, waits_in(phase, opaque))
+            ? clocks_at_switch(clock, false)
             : no_instant;
     if (roast_phase_enter(clock, phase, opaque, now) != ROAST_OK)
         task->errors++;
@@ -166,7 +154,7 @@ static double task_leave(TaskPhases *task, int codec)
 {
     roast_phase_clock *clock = &task->clock;
     roast_instant now =
-        roast_phase_leave_switches(clock) ? clocks_at_switch(clock, top_waits(clock)) : no_instant;
+        roast_phase_leave_switches(clock) ? clocks_at_switch(clock, true) : no_instant;
     double stretch;
     if (roast_phase_leave(clock, now, codec, &stretch) != ROAST_OK)
         task->errors++;
@@ -196,6 +184,7 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(task);
         return roastpy_raise(st, NULL);
     }
+    task->clock.wait_phases = 1u << PHASE_READ; /* and the opaque calls: open, output */
     return (PyObject *)task;
 }
 

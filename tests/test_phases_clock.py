@@ -91,7 +91,7 @@ def test_the_clocks_are_perf_counter_and_thread_time() -> None:
 def test_the_cpu_clock_is_read_at_most_once_per_interval() -> None:
     hooked = _native.PhaseHook(lambda: None, "interpret")  # CPU-bound: no wait to isolate
     c0 = time.thread_time()
-    task = TaskPhases()  # the worker's clock: one CPU read per millisecond at most
+    task = TaskPhases()  # the worker's clock: one CPU read per 10 ms at most
     _native.set_current_task(task)
     try:
         for _ in range(5000):
@@ -100,7 +100,7 @@ def test_the_cpu_clock_is_read_at_most_once_per_interval() -> None:
         _native.set_current_task(None)
     ran = task.close()
     c1 = time.thread_time()
-    assert task.switches == 5000 and task.cpu_interval == 0.001
+    assert task.switches == 5000 and task.cpu_interval == 0.01
     # the first read, at most one per interval, and the close
     assert task.cpu_reads <= 2 + ran / task.cpu_interval
     assert c1 - c0 >= sum(task.cpu.values()) > 0  # every CPU second is charged once
@@ -108,7 +108,7 @@ def test_the_cpu_clock_is_read_at_most_once_per_interval() -> None:
 
 
 def test_stretches_longer_than_the_interval_are_exact() -> None:
-    task = TaskPhases()
+    task = TaskPhases(cpu_interval=0.004)
     burn(0.005)  # each switch comes at least an interval after the last CPU read
     task.enter("decompress")
     burn(0.005)
@@ -117,6 +117,30 @@ def test_stretches_longer_than_the_interval_are_exact() -> None:
     task.close()
     assert task.cpu_reads == 4 and task.cpu_split_bound == 0.0
     assert task.cpu["decompress"] >= 0.005 and task.cpu["other"] >= 0.01
+
+
+def test_a_short_read_reads_no_cpu_clock_and_a_wait_is_charged_to_the_read() -> None:
+    read = _native.PhaseHook(lambda seconds: seconds and time.sleep(seconds), "read")
+    task = TaskPhases(cpu_interval=60.0)
+    _native.set_current_task(task)
+    try:
+        for _ in range(1000):
+            burn(60e-6)  # past the wait interval: the clock used to read its CPU on entering
+            read(0)  # returns at once: no wait to isolate
+        reads = task.cpu_reads
+        task.enter("interpret")
+        burn(0.005)
+        read(0.02)  # a wait: the CPU clock is read as it ends
+    finally:
+        _native.set_current_task(None)
+    task.leave()
+    task.close()
+    # the start; a read(0) preempted for 50 us inside its call reads one more
+    assert reads <= 1 + 50
+    assert task.cpu_reads - reads == 2  # the wait's end, the close
+    # the window of the wait held 5 ms of interpret: the 20 ms off CPU went to the read
+    assert task.cpu["read"] <= task.wall["read"] - 0.02
+    assert task.cpu["interpret"] + task.cpu_split_bound >= 0.005
 
 
 def test_the_cpu_interval_is_checked() -> None:

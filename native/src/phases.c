@@ -47,12 +47,18 @@ int roast_phase_top(const roast_phase_clock *clock)
     return PHASE_OF(clock->stack[clock->depth - 1]);
 }
 
-bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool waiting)
+bool roast_phase_top_waits(const roast_phase_clock *clock)
 {
-    double interval = clock->cpu_interval;
-    if (waiting && interval > ROAST_PHASE_WAIT_INTERVAL)
-        interval = ROAST_PHASE_WAIT_INTERVAL;
-    return wall - clock->read.wall >= interval;
+    uint8_t top = clock->stack[clock->depth - 1];
+    return (top & ROAST_PHASE_OPAQUE) || ((clock->wait_phases >> PHASE_OF(top)) & 1u);
+}
+
+bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool leaving)
+{
+    if (wall - clock->read.wall >= clock->cpu_interval)
+        return true;
+    return leaving && roast_phase_top_waits(clock) &&
+           wall - clock->last >= ROAST_PHASE_WAIT_INTERVAL;
 }
 
 /* Charges the wall since the last switch to the top phase (and codec). */
@@ -60,41 +66,108 @@ static double charge_wall(roast_phase_clock *clock, double wall, int codec)
 {
     int phase = roast_phase_top(clock);
     double stretch = wall - clock->last;
+    bool waits = roast_phase_top_waits(clock);
     clock->wall[phase] += stretch;
     clock->window[phase] += stretch;
+    clock->window_waits[phase] += waits ? stretch : 0.0;
     if (codec >= 0) {
         clock->codecs[codec].wall += stretch;
         clock->window_codecs[codec] += stretch;
+        clock->window_codec_waits[codec] += waits ? stretch : 0.0;
     }
     clock->last = wall;
     return stretch;
 }
 
-/* Splits the CPU since the last read over the window's phases and codecs by
- * their wall, and starts a new window at now. */
+/* A window's wall, split in the stretches the thread may have waited in and
+ * the rest, and how many phases and codecs share each part. */
+typedef struct {
+    double waits, rest;
+    int waiting_phases, other_phases;
+    int shared_codecs; /* codecs with part of the window, of the waits, of the rest */
+    int shared_wait_codecs, shared_rest_codecs;
+} window_parts;
+
+/* Whether a codec's seconds of a part of the window split it: some, not all. */
+static bool shares(double codec, double part)
+{
+    return codec > 0.0 && codec != part;
+}
+
+static window_parts parts_of(const roast_phase_clock *clock)
+{
+    window_parts parts = {0};
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
+        double waits = clock->window_waits[i], rest = clock->window[i] - waits;
+        parts.waits += waits;
+        parts.rest += rest;
+        parts.waiting_phases += waits > 0.0;
+        parts.other_phases += rest > 0.0;
+    }
+    double span = parts.waits + parts.rest;
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++) { /* a codec that is the whole part splits nothing */
+        double waits = clock->window_codec_waits[i], rest = clock->window_codecs[i] - waits;
+        parts.shared_codecs += shares(clock->window_codecs[i], span);
+        parts.shared_wait_codecs += shares(waits, parts.waits);
+        parts.shared_rest_codecs += shares(rest, parts.rest);
+    }
+    return parts;
+}
+
+/* Splits cpu by wall alone: the window had no waiting stretch, or no time off CPU. */
+static void split_by_wall(roast_phase_clock *clock, double cpu, double span,
+                          const window_parts *parts)
+{
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++)
+        clock->cpu[i] += cpu * (clock->window[i] / span);
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++) /* exact for a whole window, bit for bit */
+        clock->codecs[i].cpu += cpu * (clock->window_codecs[i] / span);
+    if ((parts->waiting_phases + parts->other_phases > 1 || parts->shared_codecs) && span > cpu)
+        clock->split_bound += span - cpu;
+}
+
+/* Splits cpu with the window's off-CPU time (off > 0) on its waiting
+ * stretches first. Had the thread been preempted in the rest instead, up to
+ * min(off, rest) - off_rest of it went to the wrong side; within a side
+ * shared by several phases (or codecs), its off-CPU time was split by wall. */
+static void split_waits_first(roast_phase_clock *clock, double off, const window_parts *parts)
+{
+    double off_waits = fmin(off, parts->waits), off_rest = off - off_waits;
+    double wait_rate = 1.0 - off_waits / parts->waits; /* CPU per second of wall */
+    double rest_rate = parts->rest > 0.0 ? 1.0 - off_rest / parts->rest : 0.0;
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
+        double waits = clock->window_waits[i];
+        clock->cpu[i] += waits * wait_rate + (clock->window[i] - waits) * rest_rate;
+    }
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++) {
+        double waits = clock->window_codec_waits[i];
+        clock->codecs[i].cpu += waits * wait_rate + (clock->window_codecs[i] - waits) * rest_rate;
+    }
+    double wrong = fmin(off, parts->rest) - off_rest;
+    if (parts->waiting_phases > 1 || parts->shared_wait_codecs)
+        wrong += off_waits;
+    if (parts->other_phases > 1 || parts->shared_rest_codecs)
+        wrong += off_rest;
+    clock->split_bound += fmin(wrong, off);
+}
+
+/* Splits the CPU since the last read over the window's phases and codecs,
+ * and starts a new window at now. */
 static void split_cpu(roast_phase_clock *clock, roast_instant now)
 {
-    double cpu = now.cpu - clock->read.cpu, span = 0.0;
-    int phases = 0, codecs = 0;
-    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
-        span += clock->window[i];
-        phases += clock->window[i] > 0.0;
-    }
-    if (span > 0.0) {
-        for (int i = 0; i < ROAST_PHASE_COUNT; i++)
-            clock->cpu[i] += cpu * (clock->window[i] / span);
-        for (int i = 0; i < ROAST_CODEC_COUNT; i++) {
-            /* exact when its wall is the whole window (the same sums, bit for bit) */
-            codecs += clock->window_codecs[i] > 0.0 && clock->window_codecs[i] != span;
-            clock->codecs[i].cpu += cpu * (clock->window_codecs[i] / span);
-        }
-    } else {
+    double cpu = now.cpu - clock->read.cpu;
+    window_parts parts = parts_of(clock);
+    double span = parts.waits + parts.rest;
+    if (span <= 0.0)
         clock->cpu[roast_phase_top(clock)] += cpu; /* no wall passed: nothing to split */
-    }
-    if ((phases > 1 || codecs > 0) && span > cpu)
-        clock->split_bound += span - cpu;
+    else if (parts.waits > 0.0 && span > cpu)
+        split_waits_first(clock, span - cpu, &parts);
+    else
+        split_by_wall(clock, cpu, span, &parts);
     memset(clock->window, 0, sizeof clock->window);
     memset(clock->window_codecs, 0, sizeof clock->window_codecs);
+    memset(clock->window_waits, 0, sizeof clock->window_waits);
+    memset(clock->window_codec_waits, 0, sizeof clock->window_codec_waits);
     clock->read = now;
     clock->cpu_reads++;
 }

@@ -203,20 +203,33 @@ static void test_codec_totals(void)
     roast_phase_clock_release(&c);
 }
 
-/* The CPU clock is wanted once cpu_interval has passed since its last read. */
-static void test_the_cpu_clock_is_wanted_once_per_interval(void)
+/* The CPU clock is wanted once cpu_interval has passed since its last read,
+ * or on leaving a stretch the thread may have waited in that lasted
+ * ROAST_PHASE_WAIT_INTERVAL: never on entering one. */
+static void test_the_cpu_clock_is_wanted_per_interval_and_after_a_wait(void)
 {
     roast_phase_clock c;
     CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1), 0.5) == ROAST_OK);
+    c.wait_phases = 1u << READ;
     CHECK(!roast_phase_wants_cpu(&c, 10.25, false));
     CHECK(roast_phase_wants_cpu(&c, 10.5, false));
     CHECK(roast_phase_enter(&c, INTERPRET, false, at(10.25, ROAST_CPU_UNREAD)) == ROAST_OK);
     CHECK(roast_phase_wants_cpu(&c, 10.5, false));
     CHECK(roast_phase_enter(&c, READ, false, at(10.75, 1.5)) == ROAST_OK);
     CHECK(!roast_phase_wants_cpu(&c, 11, false));
-    /* where the thread may wait, the shorter interval */
+    /* leaving the read: only a stretch long enough to have waited */
     CHECK(!roast_phase_wants_cpu(&c, 10.75 + ROAST_PHASE_WAIT_INTERVAL / 2, true));
     CHECK(roast_phase_wants_cpu(&c, 10.75 + 2 * ROAST_PHASE_WAIT_INTERVAL, true));
+    CHECK(!roast_phase_wants_cpu(&c, 10.75 + 2 * ROAST_PHASE_WAIT_INTERVAL, false));
+    double stretch;
+    CHECK(roast_phase_leave(&c, at(10.875, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
+    /* an opaque call may wait too; a call that is neither may not */
+    CHECK(roast_phase_enter(&c, OPEN, true, at(10.9, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_top_waits(&c));
+    CHECK(roast_phase_wants_cpu(&c, 11, true));
+    CHECK(roast_phase_leave(&c, at(11, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
+    CHECK(!roast_phase_top_waits(&c));
+    CHECK(!roast_phase_wants_cpu(&c, 11 + 2 * ROAST_PHASE_WAIT_INTERVAL, true));
     CHECK_EQ_U(c.cpu_reads, 2);
     roast_phase_clock_release(&c);
     CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
@@ -267,17 +280,62 @@ static void test_a_window_splits_its_cpu_by_wall(void)
 static void test_a_codec_window_is_exact_only_when_it_is_the_codec(void)
 {
     roast_phase_clock c;
-    CHECK(roast_phase_clock_init(&c, DECOMPRESS, at(0, 0), 10) == ROAST_OK);
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 10) == ROAST_OK);
     double stretch;
-    CHECK(roast_phase_enter(&c, DECOMPRESS, true, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(0, 0)) == ROAST_OK);
     CHECK(roast_phase_leave(&c, at(2, 1), 2, &stretch) == ROAST_OK);
     CHECK_EQ_D(c.codecs[2].cpu, 1);
     CHECK_EQ_D(c.split_bound, 0);
-    CHECK(roast_phase_enter(&c, DECOMPRESS, true, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
     CHECK(roast_phase_leave(&c, at(4, 1.5), 2, &stretch) == ROAST_OK);
     CHECK_EQ_D(c.codecs[2].cpu, 1.25);
-    CHECK_EQ_D(c.cpu[DECOMPRESS], 1.5);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 1.25);
+    CHECK_EQ_D(c.cpu[OTHER], 0.25);
     CHECK_EQ_D(c.split_bound, 1.5);
+    roast_phase_clock_release(&c);
+}
+
+/* A window's time off CPU goes to its waiting stretches first, as far as
+ * their wall goes: exact when the thread left the CPU only to wait, and the
+ * bound is what would be wrong had it been preempted elsewhere instead. */
+static void test_a_window_charges_its_time_off_cpu_to_its_waits_first(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 10) == ROAST_OK);
+    c.wait_phases = 1u << READ;
+    double stretch;
+    /* interpret 1 s, then a read of 2 s that waited 1.5 s: 1.5 s of CPU */
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, READ, false, at(1, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(3, 1.5), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[INTERPRET], 1);
+    CHECK_EQ_D(c.cpu[READ], 0.5);
+    CHECK_EQ_D(c.split_bound, 1); /* had interpret been preempted instead: min(1.5, 1) */
+    /* off CPU longer than the waits: the rest loses what is left, by wall */
+    CHECK(roast_phase_enter(&c, DECOMPRESS, false, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(5, ROAST_CPU_UNREAD), 1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, READ, false, at(5, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(6, 2.5), -1, &stretch) == ROAST_OK);
+    /* window: decompress (codec 1) 2 s, read 1 s; 1 s of CPU, 2 s off */
+    CHECK_EQ_D(c.cpu[READ], 0.5);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 1);
+    CHECK_EQ_D(c.codecs[1].cpu, 1);
+    CHECK_EQ_D(c.split_bound, 1 + 1); /* min(2, 2) - 1 */
+    /* a window of two waiting phases splits their off-CPU time by wall */
+    CHECK(roast_phase_enter(&c, OPEN, true, at(6, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(7, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, READ, false, at(7, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(10, 3), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[OPEN], 0.125);
+    CHECK_EQ_D(c.cpu[READ], 0.5 + 0.375);
+    CHECK_EQ_D(c.split_bound, 2 + 3.5);
+    /* no time off CPU: by wall, and nothing to bound */
+    CHECK(roast_phase_enter(&c, READ, false, at(10, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(11, 4), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.cpu[READ], 0.875 + 1);
+    CHECK_EQ_D(c.split_bound, 5.5);
+    CHECK_EQ_D(sum(c.cpu), 4);
+    CHECK_EQ_D(sum(c.wall), 11);
     roast_phase_clock_release(&c);
 }
 
@@ -291,8 +349,9 @@ int main(void)
     test_contract_breaches_are_refused();
     test_rebase();
     test_codec_totals();
-    test_the_cpu_clock_is_wanted_once_per_interval();
+    test_the_cpu_clock_is_wanted_per_interval_and_after_a_wait();
     test_a_window_splits_its_cpu_by_wall();
     test_a_codec_window_is_exact_only_when_it_is_the_codec();
+    test_a_window_charges_its_time_off_cpu_to_its_waits_first();
     return check_failures ? 1 : 0;
 }

@@ -12,14 +12,17 @@
  * The wall clock is read at every switch. The thread's CPU clock is a system
  * call that costs a busy thread microseconds in caches and predictors, so the
  * caller reads it only when roast_phase_wants_cpu says so: once cpu_interval
- * of wall has passed since its last read, or, at a boundary of a phase the
- * thread may wait in (off CPU: reading, opening), once ROAST_PHASE_WAIT_INTERVAL
- * has, so that no wait longer than that shares a window with other phases.
- * The CPU of a window is split over its phases in proportion to their wall.
- * The split is exact when the thread ran throughout the window; split_bound
- * totals the time it did not run in windows shared by several phases or
- * codecs, which bounds the error of each phase's (and codec's) CPU. The
- * phases' CPU always adds up to the CPU the clock ran. */
+ * of wall has passed since its last read, or on leaving a stretch the thread
+ * may have waited in (of one of wait_phases, or of an opaque call: reading,
+ * opening) that lasted ROAST_PHASE_WAIT_INTERVAL or more. The CPU of a window is split over its
+ * phases in proportion to their wall, after the time the thread was off CPU
+ * has been charged to the window's waiting stretches, as far as their wall
+ * goes: a wait is where a thread leaves the CPU. The split is exact when the
+ * thread was off CPU only while waiting; split_bound totals, per window, how
+ * much of the off-CPU time the split may have put on the wrong phase (or
+ * codec) had the thread instead been preempted, which bounds the error of
+ * each phase's (and codec's) CPU. The phases' CPU always adds up to the CPU
+ * the clock ran. */
 #ifndef ROAST_PHASES_H
 #define ROAST_PHASES_H
 
@@ -42,10 +45,10 @@ typedef struct roast_instant {
 
 #define ROAST_CPU_UNREAD NAN
 /* The cpu_interval of the worker's clocks: at most one CPU clock read per
- * millisecond of a task (python/roastcoffea/instrument/phases.py). */
-#define ROAST_PHASE_CPU_INTERVAL 1e-3
-/* The interval at the boundaries of a phase the thread may wait in (at most
- * cpu_interval). */
+ * 10 ms of a task besides the long waits (python/roastcoffea/instrument/phases.py). */
+#define ROAST_PHASE_CPU_INTERVAL 10e-3
+/* A waiting stretch this long may have waited: the CPU clock is read at its
+ * end, so that the window holding it ends there. */
 #define ROAST_PHASE_WAIT_INTERVAL 50e-6
 
 /* One codec's decompressions in a task: their stretches and bytes. */
@@ -62,6 +65,10 @@ typedef struct roast_phase_clock {
     roast_instant read; /* the clocks at the last CPU clock read */
     double window[ROAST_PHASE_COUNT];        /* wall per phase since then: CPU not split yet */
     double window_codecs[ROAST_CODEC_COUNT]; /* and per codec */
+    double window_waits[ROAST_PHASE_COUNT];       /* of window, the waiting stretches' wall */
+    double window_codec_waits[ROAST_CODEC_COUNT]; /* and of window_codecs */
+    uint32_t wait_phases; /* bit p set: the thread may wait, off CPU, in phase p (none at init);
+                             it may also in every opaque call */
     double split_bound; /* seconds off CPU in shared windows (see above) */
     uint64_t cpu_reads; /* reads of the CPU clock, the first included */
     uint8_t *stack;     /* entered phases, each with ROAST_PHASE_OPAQUE when opaque; */
@@ -90,9 +97,12 @@ void roast_phase_clock_release(roast_phase_clock *clock);
 /* The phase on top of the stack. */
 int roast_phase_top(const roast_phase_clock *clock);
 
-/* Whether a switch at wall, entering or leaving a phase the thread may wait
- * in or not, should also read the CPU clock. */
-bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool waiting);
+/* Whether the thread may wait in the call on top of the stack: one of
+ * wait_phases, or opaque. */
+bool roast_phase_top_waits(const roast_phase_clock *clock);
+/* Whether a switch at wall should also read the CPU clock; leaving is true
+ * when the switch leaves the top phase. */
+bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool leaving);
 
 /* Whether entering phase ends a stretch (then pass the clocks to enter). */
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque);
