@@ -9,8 +9,9 @@ other on the same chunk, the order rotating from one round over the chunks to th
 - ``every switch``: the clock reads the thread's CPU clock (``CLOCK_THREAD_CPUTIME_ID``,
   a system call) at every phase switch (``TaskPhases(cpu_interval=0)``), as it did before
   2026-11-26;
-- ``worker``: the worker's clock (``TaskPhases()``): the CPU clock read at most once per
-  millisecond, or 50 µs at the boundaries of a phase the thread may wait in.
+- ``1 ms``: the CPU clock read at most once per millisecond, and at the end of a stretch
+  the thread may have waited in (reading, opening) that lasted 50 µs or more;
+- ``worker``: the worker's clock (``TaskPhases()``): the same, at most once per 10 ms.
 
 Each active variant also runs the worker plugin's end of task (``digest_task_phases``).
 Per chunk: the thread's CPU time (``time.thread_time``, garbage collector off inside the
@@ -19,9 +20,10 @@ confidence interval over the chunks run; the kernel's part of that difference an
 difference in the thread's minor page faults (``getrusage(RUSAGE_THREAD)``: a fault costs
 the kernel a microsecond or two, and what a variant leaves allocated moves where the
 allocator faults); and each variant's CPU clock reads and ``cpu_split_bound`` (the bound of
-the error of its per-phase CPU). Run it under a Dask worker's allocator settings with
-``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``). Nothing is
-asserted.
+the error of its per-phase CPU). Then each phase's CPU per chunk in every variant, beside
+``every switch``, whose per-phase CPU is exact: how far the split lands from it. Run it
+under a Dask worker's allocator settings with ``MALLOC_TRIM_THRESHOLD_=65536``
+(``distributed.nanny.pre-spawn-environ``). Nothing is asserted.
 
 Run: ``.venv/bin/python bench/cpu_clock_cost.py --seconds 300``.
 """
@@ -39,12 +41,14 @@ from phase_cost import work
 
 from roastcoffea import _native
 from roastcoffea.instrument import phases
+from roastcoffea.phase_vocabulary import PHASES
 from roastcoffea.plugin.phases import digest_task_phases
 
 #: The variants: None is the idle hooks, a number the clock's cpu_interval.
 VARIANTS = {
     "idle": None,
     "every switch": 0.0,
+    "1 ms": 1e-3,
     "worker": phases.CPU_INTERVAL,
 }
 
@@ -72,7 +76,7 @@ def keep(clocks: list, task: _native.TaskPhases) -> None:
     """The sink: the worker plugin's end of task, then the clock's counts kept (not the
     clock: its baskets hold the file, whose freeing belongs in the timed run)."""
     digest_task_phases(task)
-    clocks.append((task.cpu_reads, task.cpu_split_bound))
+    clocks.append((task.cpu_reads, task.cpu_split_bound, task.cpu))
 
 
 def more_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names[1:]:
         mean, low, high = interval(extra[name])
         done = clocks[name]
-        reads = sum(reads for reads, _ in done) / len(done)
-        bound = 1e3 * sum(bound for _, bound in done) / len(done)
+        reads = sum(reads for reads, _, _ in done) / len(done)
+        bound = 1e3 * sum(bound for _, bound, _ in done) / len(done)
         in_kernel, k_low, k_high = interval(kernel[name])
         rows.append(
             [
@@ -129,7 +133,29 @@ def main(argv: list[str] | None = None) -> int:
         )
     headers = ["variant", "- idle, ms", "95% CI", "of it kernel", "95% CI", "page faults"]
     print(table([*headers, "CPU reads", "split bound, ms"], rows))
+    print()
+    print(phase_table(clocks))
     return 0
+
+
+def phase_table(clocks: dict[str, list]) -> str:
+    """Each phase's mean CPU per chunk (ms) by variant, and its distance from the exact one."""
+    means = {
+        name: {
+            phase: 1e3 * sum(cpu.get(phase, 0.0) for _, _, cpu in done) / len(done)
+            for phase in PHASES
+        }
+        for name, done in clocks.items()
+    }
+    exact = means["every switch"]
+    rows = [
+        [phase, *(f"{means[name][phase]:.3f}" for name in means)]
+        + [f"{means[name][phase] - exact[phase]:+.3f}" for name in list(means)[1:]]
+        for phase in PHASES
+    ]
+    others = list(means)[1:]
+    headers = ["phase CPU per chunk, ms", *means, *(f"{name} - every switch" for name in others)]
+    return table(headers, rows)
 
 
 if __name__ == "__main__":
