@@ -96,22 +96,24 @@ static double seconds_of(clockid_t id)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The wall clock (time.perf_counter's): vDSO, no system call. */
+static double wall_now(void)
+{
+    return seconds_of(CLOCK_MONOTONIC);
+}
+
+/* The thread's CPU clock: a system call, read at a switch only when the
+ * clock wants it (roast/phases.h says when). */
+static double cpu_now(void)
+{
+    return seconds_of(CLOCK_THREAD_CPUTIME_ID);
+}
+
 /* Both clocks: where a task's sum starts, is rebased or ends. */
 static roast_instant clocks_now(void)
 {
-    double wall = seconds_of(CLOCK_MONOTONIC); /* time.perf_counter's clock */
-    return (roast_instant){wall, seconds_of(CLOCK_THREAD_CPUTIME_ID)};
-}
-
-
-/* The clocks at a switch: the wall (vDSO, no system call), and the thread's
- * CPU when the clock wants it (roast/phases.h says when and why). */
-static roast_instant clocks_at_switch(const roast_phase_clock *clock, bool leaving)
-{
-    roast_instant now = {seconds_of(CLOCK_MONOTONIC), ROAST_CPU_UNREAD};
-    if (roast_phase_wants_cpu(clock, now.wall, leaving))
-        now.cpu = seconds_of(CLOCK_THREAD_CPUTIME_ID);
-    return now;
+    double wall = wall_now();
+    return (roast_instant){wall, cpu_now()};
 }
 
 static const roast_instant no_instant = {0.0, 0.0};
@@ -137,13 +139,16 @@ static int phase_index(PyObject *name)
     return name_index(name, phase_strs, ROAST_PHASE_COUNT, "phase");
 }
 
-static void task_enter(TaskPhases *task, int phase, bool opaque)
+/* Enters phase; may_wait: the call may wait, off CPU (roast/phases.h). */
+static void task_enter(TaskPhases *task, int phase, bool opaque, bool may_wait)
 {
     roast_phase_clock *clock = &task->clock;
-    roast_instant now =
-        roast_phase_enter_switches(clock, phase, opaque)
-            ? clocks_at_switch(clock, false)
-            : no_instant;
+    roast_instant now = no_instant;
+    if (roast_phase_enter_switches(clock, phase, opaque)) {
+        now = (roast_instant){wall_now(), ROAST_CPU_UNREAD};
+        if (roast_phase_wants_cpu_entering(clock, now.wall, may_wait))
+            now.cpu = cpu_now();
+    }
     if (roast_phase_enter(clock, phase, opaque, now) != ROAST_OK)
         task->errors++;
 }
@@ -153,8 +158,12 @@ static void task_enter(TaskPhases *task, int phase, bool opaque)
 static double task_leave(TaskPhases *task, int codec)
 {
     roast_phase_clock *clock = &task->clock;
-    roast_instant now =
-        roast_phase_leave_switches(clock) ? clocks_at_switch(clock, true) : no_instant;
+    roast_instant now = no_instant;
+    if (roast_phase_leave_switches(clock)) {
+        now = (roast_instant){wall_now(), ROAST_CPU_UNREAD};
+        if (roast_phase_wants_cpu_leaving(clock, now.wall))
+            now.cpu = cpu_now();
+    }
     double stretch;
     if (roast_phase_leave(clock, now, codec, &stretch) != ROAST_OK)
         task->errors++;
@@ -222,7 +231,7 @@ static PyObject *task_enter_method(TaskPhases *task, PyObject *args, PyObject *k
     int phase = phase_index(name);
     if (phase < 0)
         return NULL;
-    task_enter(task, phase, opaque);
+    task_enter(task, phase, opaque, opaque || phase == PHASE_READ);
     Py_RETURN_NONE;
 }
 
@@ -397,11 +406,12 @@ PyTypeObject roastpy_TaskPhasesType = {
     .tp_name = "roastcoffea._native.TaskPhases",
     .tp_basicsize = sizeof(TaskPhases),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "TaskPhases(*, cpu_interval=0.001)\n\nOne task's phase clock: wall and CPU seconds "
+    .tp_doc = "TaskPhases(*, cpu_interval=0.01)\n\nOne task's phase clock: wall and CPU seconds "
               "per phase, bytes, codecs.\nNested phases are exclusive; the phases add up to the "
               "time the clock ran. The thread's CPU clock is read at most every cpu_interval "
-              "seconds; the CPU in between is split over the phases by their wall "
-              "(cpu_split_bound bounds the error).",
+              "seconds, and around waits; the CPU in between is split over the phases by their "
+              "wall, the time off CPU charged to the waits first (cpu_split_bound bounds the "
+              "error).",
     .tp_new = task_new,
     .tp_dealloc = (destructor)task_dealloc,
     .tp_traverse = (traverseproc)task_traverse,
@@ -443,7 +453,8 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
  * chunk-wait hook is uproot's Chunk.wait: it times only a wait for bytes
  * from the source (chunk_reads) and adds them to the task's read_bytes; a
  * basket hook is uproot's TBasket.read_members, passed on (it has no phase)
- * and the TKey sizes uproot has just parsed logged in the task's baskets. */
+ * and the TKey sizes uproot has just parsed logged in the task's baskets; a
+ * queue hook is queue.Queue.get, which waits when nothing is queued. */
 typedef struct {
     PyObject *func;
     int phase;           /* -1 for a basket hook */
@@ -452,6 +463,7 @@ typedef struct {
     PyTypeObject *defer; /* a deferring hook's result type */
     PyTypeObject *chunk; /* a chunk-wait hook's in-memory future type (uproot's TrivialFuture) */
     bool basket;
+    bool queue; /* a queue hook: queue.Queue.get */
 } hook_spec;
 
 typedef struct {
@@ -479,7 +491,7 @@ static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf,
     if (!task || task->clock.opaque)
         return hook_pass(hook, task, args, nargsf, kwnames);
     Py_INCREF(task); /* the call may end the thread's task; leave this one */
-    task_enter(task, hook->spec.phase, hook->spec.opaque);
+    task_enter(task, hook->spec.phase, hook->spec.opaque, hook->spec.opaque);
     PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
     task_leave(task, -1); /* reads clocks only: an exception of the call stays as it is */
     Py_DECREF(task);
@@ -519,7 +531,7 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
         return hook_pass(hook, task, args, nargsf, kwnames);
     Py_INCREF(task);
     uint64_t bytes_in = byte_len(task, codec_input(args, nargsf, kwnames));
-    task_enter(task, hook->spec.phase, hook->spec.opaque);
+    task_enter(task, hook->spec.phase, hook->spec.opaque, hook->spec.opaque);
     PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
     task_leave(task, hook->spec.codec);
     uint64_t bytes_out = result ? byte_len(task, result) : 0;
@@ -599,18 +611,20 @@ static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf
     return result;
 }
 
-/* The uproot attributes the chunk-wait and basket hooks read (interned at module init). */
+/* The attributes the chunk-wait, basket and queue hooks read (interned at module init). */
 static PyObject *str_raw_data, *str_future, *str_is_memmap, *str_start, *str_stop, *str_members,
-    *str_file, *str_cursor, *str_index, *str_fNbytes, *str_fObjlen, *str_fKeylen;
-static PyObject **const uproot_strs[] = {
+    *str_file, *str_cursor, *str_index, *str_fNbytes, *str_fObjlen, *str_fKeylen, *str_queue;
+static PyObject **const attr_strs[] = {
     &str_raw_data, &str_future,  &str_is_memmap, &str_start,   &str_stop,    &str_members,
     &str_file,     &str_cursor,  &str_index,     &str_fNbytes, &str_fObjlen, &str_fKeylen,
+    &str_queue,
 };
-static const char *const uproot_names[] = {
+static const char *const attr_names[] = {
     "_raw_data", "_future", "_is_memmap", "_start",  "_stop",   "_members",
     "_file",     "_cursor", "_index",     "fNbytes", "fObjlen", "fKeylen",
+    "queue",
 };
-#define UPROOT_NAMES (sizeof uproot_names / sizeof *uproot_names)
+#define ATTR_NAMES (sizeof attr_names / sizeof *attr_names)
 
 /* Whether waiting for chunk waits for bytes from the source: its bytes are not
  * loaded yet (_raw_data None) and its future is not an in-memory one, unless
@@ -677,7 +691,7 @@ static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf,
     if (!chunk_reads(hook, task, args[0])) {
         result = hook_pass(hook, task, args, nargsf, kwnames);
     } else {
-        task_enter(task, hook->spec.phase, hook->spec.opaque);
+        task_enter(task, hook->spec.phase, hook->spec.opaque, hook->spec.opaque);
         result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
         task_leave(task, -1);
         long long bytes = result ? chunk_bytes(task, args[0]) : -1; /* a failed wait: none */
@@ -747,8 +761,39 @@ static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargs
     return result;
 }
 
+/* Whether a get from queue (a queue.Queue) will wait: nothing is queued. A
+ * stale answer only costs or saves one read of the CPU clock; a queue whose
+ * items cannot be counted is taken to wait (an error counted). */
+static bool queue_waits(TaskPhases *task, PyObject *queue)
+{
+    PyObject *items = PyObject_GetAttr(queue, str_queue);
+    Py_ssize_t n = items ? PyObject_Length(items) : -1;
+    Py_XDECREF(items);
+    if (n < 0) {
+        PyErr_Clear();
+        task->errors++;
+    }
+    return n <= 0;
+}
+
+static PyObject *queue_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    Py_INCREF(task);
+    task_enter(task, hook->spec.phase, hook->spec.opaque, queue_waits(task, args[0]));
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+    task_leave(task, -1);
+    Py_DECREF(task);
+    return result;
+}
+
 static vectorcallfunc call_of(const hook_spec *spec)
 {
+    if (spec->queue)
+        return queue_call;
     if (spec->defer)
         return defer_call;
     if (spec->chunk)
@@ -791,16 +836,16 @@ static PyObject *partial_type(void)
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"func",  "phase", "opaque", "codec",
-                             "defer", "chunk", "basket", NULL};
+    static char *kwlist[] = {"func",  "phase",  "opaque", "codec", "defer",
+                             "chunk", "basket", "queue",  NULL};
     PyObject *name, *codec = Py_None, *defer = Py_None, *chunk = Py_None;
     hook_spec spec = {.codec = -1};
-    int opaque = 0, basket = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOp:PhaseHook", kwlist, &spec.func, &name,
-                                     &opaque, &codec, &defer, &chunk, &basket))
+    int opaque = 0, basket = 0, queue = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOpp:PhaseHook", kwlist, &spec.func, &name,
+                                     &opaque, &codec, &defer, &chunk, &basket, &queue))
         return NULL;
-    if ((codec != Py_None) + (defer != Py_None) + (chunk != Py_None) + basket > 1) {
-        PyErr_SetString(PyExc_TypeError, "one of codec, defer, chunk and basket at most");
+    if ((codec != Py_None) + (defer != Py_None) + (chunk != Py_None) + basket + queue > 1) {
+        PyErr_SetString(PyExc_TypeError, "one of codec, defer, chunk, basket and queue at most");
         return NULL;
     }
     if (basket != (name == Py_None) || (basket && opaque)) {
@@ -829,6 +874,7 @@ static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     spec.defer = defer == Py_None ? NULL : (PyTypeObject *)defer;
     spec.chunk = chunk == Py_None ? NULL : (PyTypeObject *)chunk;
     spec.basket = basket;
+    spec.queue = queue;
     return hook_alloc(type, &spec);
 }
 
@@ -892,10 +938,10 @@ static PyObject *hook_repr(PhaseHook *hook)
 {
     const hook_spec *spec = &hook->spec;
     const char *codec = spec->codec >= 0 ? codec_names[spec->codec] : NULL;
-    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s of %R>",
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s%s of %R>",
                                 spec->basket ? "basket log" : phase_names[spec->phase],
-                                spec->opaque ? " (opaque)" : "", codec ? " codec " : "",
-                                codec ? codec : "", spec->func);
+                                spec->opaque ? " (opaque)" : "", spec->queue ? " queue" : "",
+                                codec ? " codec " : "", codec ? codec : "", spec->func);
 }
 
 /* Pickled as its parts: a virtual column's generator may travel with an array. */
@@ -903,12 +949,12 @@ static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
     const hook_spec *spec = &hook->spec;
-    return Py_BuildValue("O(OOOOOOO)", Py_TYPE(hook), spec->func,
+    return Py_BuildValue("O(OOOOOOOO)", Py_TYPE(hook), spec->func,
                          spec->phase >= 0 ? phase_strs[spec->phase] : Py_None,
                          spec->opaque ? Py_True : Py_False,
                          spec->codec >= 0 ? codec_strs[spec->codec] : Py_None,
                          or_none((PyObject *)spec->defer), or_none((PyObject *)spec->chunk),
-                         spec->basket ? Py_True : Py_False);
+                         spec->basket ? Py_True : Py_False, spec->queue ? Py_True : Py_False);
 }
 
 static PyMethodDef hook_methods[] = {
@@ -935,6 +981,8 @@ static PyMemberDef hook_members[] = {
      "A chunk-wait hook's in-memory future type (uproot's TrivialFuture), or None."},
     {"basket", T_BOOL, offsetof(PhaseHook, spec.basket), READONLY,
      "Whether it is a basket hook (uproot's TBasket.read_members: the TKey sizes logged)."},
+    {"queue", T_BOOL, offsetof(PhaseHook, spec.queue), READONLY,
+     "Whether it is a queue hook (queue.Queue.get: a get from an empty queue may wait)."},
     {"opaque", T_BOOL, offsetof(PhaseHook, spec.opaque), READONLY,
      "Whether the phase is opaque: hooked calls inside it charge nothing of their own."},
     {NULL, 0, 0, 0, NULL},
@@ -947,7 +995,7 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None, chunk=None, "
-              "basket=False)\n\n"
+              "basket=False, queue=False)\n\n"
               "func, its time charged to phase when the calling thread runs a measured task.\nWith "
               "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
               "len(data) and len(result) are added to the task's codecs.\nWith defer "
@@ -957,7 +1005,9 @@ PyTypeObject roastpy_PhaseHookType = {
               "bytes from the source is timed (_raw_data None, and _future not a chunk instance "
               "unless _is_memmap), and its _stop - _start added to the task's read_bytes.\nWith "
               "basket (phase None), func is uproot's TBasket.read_members: the call is passed "
-              "on and (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's baskets.",
+              "on and (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's baskets.\n"
+              "With queue, func is queue.Queue.get: a get from an empty queue may wait, so "
+              "the thread's CPU clock is read as it starts.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,
@@ -1005,8 +1055,8 @@ int roastpy_phases_init(PyObject *module)
         return -1;
     if (!str_setstate && !(str_setstate = PyUnicode_InternFromString("__setstate__")))
         return -1;
-    for (size_t i = 0; i < UPROOT_NAMES; i++)
-        if (!*uproot_strs[i] && !(*uproot_strs[i] = PyUnicode_InternFromString(uproot_names[i])))
+    for (size_t i = 0; i < ATTR_NAMES; i++)
+        if (!*attr_strs[i] && !(*attr_strs[i] = PyUnicode_InternFromString(attr_names[i])))
             return -1;
     if (add_names(module, "PHASES", phase_names, phase_strs, ROAST_PHASE_COUNT) < 0)
         return -1;
@@ -1022,6 +1072,6 @@ void roastpy_phases_free(void)
         Py_CLEAR(phase_strs[i]);
     for (int i = 0; i < ROAST_CODEC_COUNT; i++)
         Py_CLEAR(codec_strs[i]);
-    for (size_t i = 0; i < UPROOT_NAMES; i++)
-        Py_CLEAR(*uproot_strs[i]);
+    for (size_t i = 0; i < ATTR_NAMES; i++)
+        Py_CLEAR(*attr_strs[i]);
 }

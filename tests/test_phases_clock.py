@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import pickle
+import queue
 import re
+import threading
 import time
 import types
 from collections.abc import Iterator
@@ -141,6 +143,29 @@ def test_a_short_read_reads_no_cpu_clock_and_a_wait_is_charged_to_the_read() -> 
     # the window of the wait held 5 ms of interpret: the 20 ms off CPU went to the read
     assert task.cpu["read"] <= task.wall["read"] - 0.02
     assert task.cpu["interpret"] + task.cpu_split_bound >= 0.005
+
+
+def test_a_get_from_an_empty_queue_has_a_window_of_its_own() -> None:
+    get = _native.PhaseHook(queue.Queue.get, "read", queue=True)
+    full, empty = queue.Queue(), queue.Queue()
+    task = TaskPhases(cpu_interval=60.0)
+    _native.set_current_task(task)
+    try:
+        for i in range(100):
+            full.put(i)
+            burn(60e-6)
+            assert get(full) == i  # something queued: no wait, no CPU clock read
+        reads = task.cpu_reads
+        threading.Timer(0.02, empty.put, (-1,)).start()
+        burn(60e-6)
+        assert get(empty) == -1
+    finally:
+        _native.set_current_task(None)
+    task.close()
+    assert reads <= 1 + 10  # the start; a get preempted for 50 us inside reads one more
+    assert task.cpu_reads - reads == 3  # the empty get's start and end, the close
+    assert task.wall["read"] >= 0.019 and task.cpu["read"] < 0.5 * task.wall["read"]
+    assert "queue" in repr(get)
 
 
 def test_the_cpu_interval_is_checked() -> None:
@@ -531,8 +556,10 @@ def test_hook_kinds_are_checked_and_pickle() -> None:
         _native.PhaseHook(len, "interpret", defer=3)
     with pytest.raises(TypeError, match=r"defer must be functools\.partial"):
         _native.PhaseHook(len, "interpret", defer=tuple)
-    with pytest.raises(TypeError, match="one of codec, defer, chunk and basket"):
+    with pytest.raises(TypeError, match="one of codec, defer, chunk, basket and queue"):
         _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
+    with pytest.raises(TypeError, match="one of codec, defer, chunk, basket and queue"):
+        _native.PhaseHook(len, "read", chunk=int, queue=True)
     with pytest.raises(TypeError, match="only it, has no phase"):
         _native.PhaseHook(len, "interpret", basket=True)
     with pytest.raises(TypeError, match="only it, has no phase"):
@@ -546,9 +573,10 @@ def test_hook_kinds_are_checked_and_pickle() -> None:
         _native.PhaseHook(len, "interpret", defer=functools.partial),
         _native.PhaseHook(len, "read", chunk=int),
         _native.PhaseHook(len, None, basket=True),
+        _native.PhaseHook(len, "read", queue=True),
     ):
         copy = pickle.loads(pickle.dumps(hook))
-        kind = ("phase", "codec", "defer", "chunk", "basket")
+        kind = ("phase", "codec", "defer", "chunk", "basket", "queue")
         assert [getattr(copy, k) for k in kind] == [getattr(hook, k) for k in kind]
 
 

@@ -53,12 +53,21 @@ bool roast_phase_top_waits(const roast_phase_clock *clock)
     return (top & ROAST_PHASE_OPAQUE) || ((clock->wait_phases >> PHASE_OF(top)) & 1u);
 }
 
-bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool leaving)
+static bool interval_passed(const roast_phase_clock *clock, double wall)
 {
-    if (wall - clock->read.wall >= clock->cpu_interval)
-        return true;
-    return leaving && roast_phase_top_waits(clock) &&
-           wall - clock->last >= ROAST_PHASE_WAIT_INTERVAL;
+    return wall - clock->read.wall >= clock->cpu_interval;
+}
+
+bool roast_phase_wants_cpu_entering(const roast_phase_clock *clock, double wall, bool may_wait)
+{
+    return interval_passed(clock, wall) ||
+           (may_wait && wall - clock->read.wall >= ROAST_PHASE_WAIT_INTERVAL);
+}
+
+bool roast_phase_wants_cpu_leaving(const roast_phase_clock *clock, double wall)
+{
+    return interval_passed(clock, wall) ||
+           (roast_phase_top_waits(clock) && wall - clock->last >= ROAST_PHASE_WAIT_INTERVAL);
 }
 
 /* Charges the wall since the last switch to the top phase (and codec). */

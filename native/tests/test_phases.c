@@ -203,37 +203,41 @@ static void test_codec_totals(void)
     roast_phase_clock_release(&c);
 }
 
-/* The CPU clock is wanted once cpu_interval has passed since its last read,
- * or on leaving a stretch the thread may have waited in that lasted
- * ROAST_PHASE_WAIT_INTERVAL: never on entering one. */
-static void test_the_cpu_clock_is_wanted_per_interval_and_after_a_wait(void)
+/* The CPU clock is wanted once cpu_interval has passed since its last read;
+ * on entering a call that may wait, or leaving a stretch the thread may have
+ * waited in that lasted, once ROAST_PHASE_WAIT_INTERVAL has. */
+static void test_the_cpu_clock_is_wanted_per_interval_and_around_waits(void)
 {
+    const double w = ROAST_PHASE_WAIT_INTERVAL;
     roast_phase_clock c;
     CHECK(roast_phase_clock_init(&c, OTHER, at(10, 1), 0.5) == ROAST_OK);
     c.wait_phases = 1u << READ;
-    CHECK(!roast_phase_wants_cpu(&c, 10.25, false));
-    CHECK(roast_phase_wants_cpu(&c, 10.5, false));
+    CHECK(!roast_phase_wants_cpu_entering(&c, 10.25, false));
+    CHECK(roast_phase_wants_cpu_entering(&c, 10.5, false));
+    CHECK(roast_phase_wants_cpu_leaving(&c, 10.5));
+    /* a call that may wait starts a window of its own; one that may not, no */
+    CHECK(!roast_phase_wants_cpu_entering(&c, 10 + w / 2, true));
+    CHECK(roast_phase_wants_cpu_entering(&c, 10 + 2 * w, true));
+    CHECK(!roast_phase_wants_cpu_entering(&c, 10 + 2 * w, false));
     CHECK(roast_phase_enter(&c, INTERPRET, false, at(10.25, ROAST_CPU_UNREAD)) == ROAST_OK);
-    CHECK(roast_phase_wants_cpu(&c, 10.5, false));
     CHECK(roast_phase_enter(&c, READ, false, at(10.75, 1.5)) == ROAST_OK);
-    CHECK(!roast_phase_wants_cpu(&c, 11, false));
-    /* leaving the read: only a stretch long enough to have waited */
-    CHECK(!roast_phase_wants_cpu(&c, 10.75 + ROAST_PHASE_WAIT_INTERVAL / 2, true));
-    CHECK(roast_phase_wants_cpu(&c, 10.75 + 2 * ROAST_PHASE_WAIT_INTERVAL, true));
-    CHECK(!roast_phase_wants_cpu(&c, 10.75 + 2 * ROAST_PHASE_WAIT_INTERVAL, false));
+    CHECK(!roast_phase_wants_cpu_entering(&c, 11, false));
+    /* leaving a read: only a stretch long enough to have waited */
+    CHECK(!roast_phase_wants_cpu_leaving(&c, 10.75 + w / 2));
+    CHECK(roast_phase_wants_cpu_leaving(&c, 10.75 + 2 * w));
     double stretch;
     CHECK(roast_phase_leave(&c, at(10.875, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
     /* an opaque call may wait too; a call that is neither may not */
     CHECK(roast_phase_enter(&c, OPEN, true, at(10.9, ROAST_CPU_UNREAD)) == ROAST_OK);
     CHECK(roast_phase_top_waits(&c));
-    CHECK(roast_phase_wants_cpu(&c, 11, true));
+    CHECK(roast_phase_wants_cpu_leaving(&c, 11));
     CHECK(roast_phase_leave(&c, at(11, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
     CHECK(!roast_phase_top_waits(&c));
-    CHECK(!roast_phase_wants_cpu(&c, 11 + 2 * ROAST_PHASE_WAIT_INTERVAL, true));
+    CHECK(!roast_phase_wants_cpu_leaving(&c, 11 + 2 * w));
     CHECK_EQ_U(c.cpu_reads, 2);
     roast_phase_clock_release(&c);
     CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 0) == ROAST_OK);
-    CHECK(roast_phase_wants_cpu(&c, 0, true) && roast_phase_wants_cpu(&c, 0, false));
+    CHECK(roast_phase_wants_cpu_entering(&c, 0, false) && roast_phase_wants_cpu_leaving(&c, 0));
     roast_phase_clock_release(&c);
     CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), -1) == ROAST_EINVAL);
     roast_phase_clock_release(&c);
@@ -349,7 +353,7 @@ int main(void)
     test_contract_breaches_are_refused();
     test_rebase();
     test_codec_totals();
-    test_the_cpu_clock_is_wanted_per_interval_and_after_a_wait();
+    test_the_cpu_clock_is_wanted_per_interval_and_around_waits();
     test_a_window_splits_its_cpu_by_wall();
     test_a_codec_window_is_exact_only_when_it_is_the_codec();
     test_a_window_charges_its_time_off_cpu_to_its_waits_first();

@@ -104,7 +104,7 @@ CODECS: Final[tuple[str, ...]]
 class TaskPhases:
     """One task's phase clock: wall and CPU seconds per phase, bytes, codecs."""
 
-    def __init__(self, *, cpu_interval: float = 0.001) -> None: ...
+    def __init__(self, *, cpu_interval: float = 0.01) -> None: ...
     @property
     def wall(self) -> dict[str, float]: ...
     @property
@@ -171,7 +171,8 @@ class PhaseHook:
     its bytes are added to the task's ``read_bytes``; with ``basket`` (``phase`` None),
     ``func`` is uproot's ``TBasket.read_members``: the call is passed on and the basket's
     (file, seek, fNbytes, fObjlen + fKeylen) logged in the task (``baskets``,
-    ``take_baskets``).
+    ``take_baskets``); with ``queue``, ``func`` is ``queue.Queue.get``: a get from an empty
+    queue may wait, so the thread's CPU clock is read as it starts.
     """
 
     def __init__(
@@ -183,6 +184,7 @@ class PhaseHook:
         defer: type | None = None,
         chunk: type | None = None,
         basket: bool = False,
+        queue: bool = False,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
@@ -198,6 +200,8 @@ class PhaseHook:
     def defer(self) -> type | None: ...
     @property
     def chunk(self) -> type | None: ...
+    @property
+    def queue(self) -> bool: ...
     @property
     def basket(self) -> bool: ...
 

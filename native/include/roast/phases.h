@@ -11,16 +11,20 @@
  *
  * The wall clock is read at every switch. The thread's CPU clock is a system
  * call that costs a busy thread microseconds in caches and predictors, so the
- * caller reads it only when roast_phase_wants_cpu says so: once cpu_interval
- * of wall has passed since its last read, or on leaving a stretch the thread
- * may have waited in (of one of wait_phases, or of an opaque call: reading,
- * opening) that lasted ROAST_PHASE_WAIT_INTERVAL or more. The CPU of a window is split over its
- * phases in proportion to their wall, after the time the thread was off CPU
- * has been charged to the window's waiting stretches, as far as their wall
- * goes: a wait is where a thread leaves the CPU. The split is exact when the
- * thread was off CPU only while waiting; split_bound totals, per window, how
- * much of the off-CPU time the split may have put on the wrong phase (or
- * codec) had the thread instead been preempted, which bounds the error of
+ * caller reads it only when roast_phase_wants_cpu_entering/_leaving say so:
+ * once cpu_interval of wall has passed since its last read; on entering a
+ * call the caller says may wait (an opaque call: opening, the output; a get
+ * from an empty queue of arrived bytes), once ROAST_PHASE_WAIT_INTERVAL has,
+ * so that a wait starts a window of its own; and on leaving a stretch the
+ * thread may have waited in (of one of wait_phases, or of an opaque call)
+ * that lasted ROAST_PHASE_WAIT_INTERVAL or more, so that it ends one. The CPU
+ * of a window is split over its phases in proportion to their wall, after
+ * the time the thread was off CPU has been charged to the window's waiting
+ * stretches, as far as their wall goes: a wait is where a thread leaves the
+ * CPU. The split is exact when the thread was off CPU only while waiting;
+ * split_bound totals, per window, how much of the off-CPU time the split may
+ * have put on the wrong phase (or codec) had the thread instead been
+ * preempted, which bounds the error of
  * each phase's (and codec's) CPU. The phases' CPU always adds up to the CPU
  * the clock ran. */
 #ifndef ROAST_PHASES_H
@@ -47,8 +51,8 @@ typedef struct roast_instant {
 /* The cpu_interval of the worker's clocks: at most one CPU clock read per
  * 10 ms of a task besides the long waits (python/roastcoffea/instrument/phases.py). */
 #define ROAST_PHASE_CPU_INTERVAL 10e-3
-/* A waiting stretch this long may have waited: the CPU clock is read at its
- * end, so that the window holding it ends there. */
+/* The interval at the start of a call that may wait, and the shortest
+ * waiting stretch whose end reads the CPU clock (at most cpu_interval). */
 #define ROAST_PHASE_WAIT_INTERVAL 50e-6
 
 /* One codec's decompressions in a task: their stretches and bytes. */
@@ -100,9 +104,11 @@ int roast_phase_top(const roast_phase_clock *clock);
 /* Whether the thread may wait in the call on top of the stack: one of
  * wait_phases, or opaque. */
 bool roast_phase_top_waits(const roast_phase_clock *clock);
-/* Whether a switch at wall should also read the CPU clock; leaving is true
- * when the switch leaves the top phase. */
-bool roast_phase_wants_cpu(const roast_phase_clock *clock, double wall, bool leaving);
+/* Whether a switch at wall entering a call should also read the CPU clock;
+ * may_wait: the caller expects the call may wait, off CPU. */
+bool roast_phase_wants_cpu_entering(const roast_phase_clock *clock, double wall, bool may_wait);
+/* Whether a switch at wall leaving the top call should also read it. */
+bool roast_phase_wants_cpu_leaving(const roast_phase_clock *clock, double wall);
 
 /* Whether entering phase ends a stretch (then pass the clocks to enter). */
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque);
