@@ -130,11 +130,12 @@ class RoastPlugin(SchedulerPlugin):
         ``roastcoffea.prometheus-max-datasets``.
     phase_cpu_interval : float, optional
         Seconds between reads of a processor task's CPU clock by the phase
-        clock on the workers (always at a task's start and end, and around the
-        phases a thread waits in); between reads a window's CPU is split over
-        its phases by wall, the error bounded by ``phase_cpu_split_bound_seconds``.
-        0 reads it at every phase switch: exact per-phase CPU for about 0.3 ms
-        more per 100,000-event chunk. Default ``roastcoffea.phase-cpu-interval`` (1 ms).
+        clock on the workers (besides a task's start and end, and around its
+        waits); between reads a window's CPU is split over its phases by wall,
+        its time off CPU charged to its waits first, the error bounded by
+        ``phase_cpu_split_bound_seconds``. 0 reads it at every phase switch:
+        exact per-phase CPU for about 0.3 ms more per 100,000-event chunk.
+        Default ``roastcoffea.phase-cpu-interval`` (10 ms).
     phases : bool, optional
         Run the phase clock on the workers: each processor task's time split
         into open, read, decompress, interpret, user, output and other
