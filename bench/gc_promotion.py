@@ -1,0 +1,142 @@
+"""What monitoring adds to a Dask worker's garbage collector: promoted objects and live heap.
+
+What it measures: the ``Analysis`` processor of ``bench/workload.py`` with ``@track_metrics``
+inside ``MetricsCollector`` on a one-worker ``LocalCluster`` (worker processes) with
+``RoastPlugin``, and the bare processor on another without it, alternating, on the demo's
+synthetic NanoAOD at ``--chunksize``. In each worker, after a warm-up run, the full
+collections are held off (the third threshold raised) and ``--chunks`` chunks run; then,
+after a collection of the two young generations:
+
+- the objects the run promoted into the oldest generation, per task. CPython starts a full
+  collection once those (``long_lived_pending``) exceed a quarter of the objects that
+  survived the last one, so this rate sets how often a worker pays a full collection;
+- the live objects after a full collection (what each full collection traverses), and that
+  collection's CPU seconds.
+
+A full collection's cost grows with the live heap and their frequency falls with it (the
+quarter), so a heap a little larger costs nothing in the long run; more promoted objects
+per task would. Nothing is asserted; the script prints figures.
+
+Run: ``.venv/bin/python bench/gc_promotion.py --chunksize 1000 --chunks 60`` (about 2 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from common import data_dir, machine, table
+
+HELD_OFF = 10**9  # the third threshold: no full collection while a run is counted
+
+
+def hold_off_full_collections() -> tuple[int, int]:
+    """In a worker: a full collection, then none until :func:`oldest_after`; the oldest
+    generation's size and the third threshold it had."""
+    import gc
+
+    gc.collect()
+    young, middle, oldest = gc.get_threshold()
+    gc.set_threshold(young, middle, HELD_OFF)
+    return len(gc.get_objects(2)), oldest
+
+
+def oldest_after(threshold: int) -> tuple[int, int, float]:
+    """In a worker: the oldest generation's size after a young collection, the live objects
+    after a full one and the CPU seconds of the next; the third threshold put back."""
+    import gc
+
+    gc.collect(1)
+    oldest = len(gc.get_objects(2))
+    gc.collect()
+    start = time.thread_time()
+    gc.collect()
+    seconds = time.thread_time() - start
+    gc.set_threshold(*gc.get_threshold()[:2], threshold)
+    return oldest, len(gc.get_objects()), seconds
+
+
+def run(client: Any, monitored: bool, fileset: dict, chunksize: int, chunks: int) -> None:
+    from coffea import processor
+    from coffea.nanoevents import NanoAODSchema
+    from workload import Analysis, BareAnalysis
+
+    from roastcoffea import MetricsCollector
+
+    runner = processor.Runner(
+        executor=processor.DaskExecutor(client=client, status=False),
+        schema=NanoAODSchema,
+        chunksize=chunksize,
+        maxchunks=chunks,
+    )
+    if not monitored:
+        runner(fileset, processor_instance=BareAnalysis(), treename="Events")
+        return
+    analysis = Analysis()
+    with MetricsCollector(client, processor_instance=analysis) as collector:
+        collector.extract_metrics_from_output(
+            runner(fileset, processor_instance=analysis, treename="Events")
+        )
+
+
+def measure(monitored: bool, fileset: dict, chunksize: int, chunks: int) -> tuple[float, ...]:
+    """(promoted objects per task, live objects, a full collection's CPU seconds)."""
+    from distributed import Client, LocalCluster
+
+    from roastcoffea import RoastPlugin
+
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        if monitored:
+            client.register_plugin(RoastPlugin())
+        run(client, monitored, fileset, chunksize, 4)  # imports, hooks, page cache
+        ((before, threshold),) = client.run(hold_off_full_collections).values()
+        run(client, monitored, fileset, chunksize, chunks)
+        time.sleep(2.5)  # the heartbeats that file the run's digests
+        ((oldest, live, seconds),) = client.run(oldest_after, threshold).values()
+    return (oldest - before) / chunks, live, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    from coffea.nanoevents import NanoAODSchema
+
+    from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, ensure_files
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunksize", type=int, default=1000, help="events per chunk (1,000)")
+    parser.add_argument("--chunks", type=int, default=60, help="chunks per counted run (60)")
+    parser.add_argument("--pairs", type=int, default=2, help="bare and monitored runs (2)")
+    args = parser.parse_args(argv)
+    NanoAODSchema.warn_missing_crossrefs = False
+    files = ensure_files(data_dir(DEFAULT_EVENTS, DEFAULT_FILES), DEFAULT_EVENTS, DEFAULT_FILES)
+    fileset = {"synthetic": {"files": {str(path): "Events" for path in files}}}
+    figures: dict[str, list[tuple[float, ...]]] = {"bare": [], "monitored": []}
+    for _ in range(args.pairs):
+        for name in figures:
+            figures[name].append(measure(name == "monitored", fileset, args.chunksize, args.chunks))
+    print(
+        f"gc promotion: {args.pairs} runs of each, {args.chunks} chunks of "
+        f"{args.chunksize:,} events per run; {machine()}\n"
+    )
+    rows = []
+    for name, runs in figures.items():
+        promoted, live, seconds = zip(*runs, strict=True)
+        rows.append(
+            [
+                name,
+                ", ".join(f"{p:,.0f}" for p in promoted),
+                ", ".join(f"{n:,}" for n in live),
+                f"{1e3 * statistics.median(seconds):.1f}",
+            ]
+        )
+    headers = ["worker", "promoted per task", "live objects", "full collection, ms (median)"]
+    print(table(headers, rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
