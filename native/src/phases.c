@@ -89,15 +89,15 @@ static double charge_wall(roast_phase_clock *clock, double wall, int codec)
 }
 
 /* A window's wall, split in the stretches the thread may have waited in and
- * the rest, and how many phases and codecs share each part. */
+ * the rest, and how many phases share each part. A codec with some but not
+ * all of the window (or of a part) also shares it with time outside it. */
 typedef struct {
     double waits, rest;
     int waiting_phases, other_phases;
-    int shared_codecs; /* codecs with part of the window, of the waits, of the rest */
-    int shared_wait_codecs, shared_rest_codecs;
+    int shared_codecs, shared_wait_codecs, shared_rest_codecs;
 } window_parts;
 
-/* Whether a codec's seconds of a part of the window split it: some, not all. */
+/* Whether a codec's seconds of a part share it: some of it, not all. */
 static bool shares(double codec, double part)
 {
     return codec > 0.0 && codec != part;
