@@ -9,9 +9,11 @@ other on the same chunk, the order rotating from one round over the chunks to th
 - ``every switch``: the clock reads the thread's CPU clock (``CLOCK_THREAD_CPUTIME_ID``,
   a system call) at every phase switch (``TaskPhases(cpu_interval=0)``), as it did before
   2026-11-26;
-- ``1 ms``: the CPU clock read at most once per millisecond, and at the end of a stretch
-  the thread may have waited in (reading, opening) that lasted 50 µs or more;
-- ``worker``: the worker's clock (``TaskPhases()``): the same, at most once per 10 ms.
+- ``worker``: the worker's clock (``TaskPhases()``): the CPU clock read at most once per
+  millisecond, as a call that may wait starts (a get from an empty queue of uproot's
+  chunks, an opaque call) and as a stretch the thread may have waited in ends, if it lasted
+  50 µs or more;
+- ``10 ms``: the same, at most once per 10 ms.
 
 Each active variant also runs the worker plugin's end of task (``digest_task_phases``).
 Per chunk: the thread's CPU time (``time.thread_time``, garbage collector off inside the
@@ -48,8 +50,8 @@ from roastcoffea.plugin.phases import digest_task_phases
 VARIANTS = {
     "idle": None,
     "every switch": 0.0,
-    "1 ms": 1e-3,
     "worker": phases.CPU_INTERVAL,
+    "10 ms": 10e-3,
 }
 
 

@@ -406,7 +406,7 @@ PyTypeObject roastpy_TaskPhasesType = {
     .tp_name = "roastcoffea._native.TaskPhases",
     .tp_basicsize = sizeof(TaskPhases),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "TaskPhases(*, cpu_interval=0.01)\n\nOne task's phase clock: wall and CPU seconds "
+    .tp_doc = "TaskPhases(*, cpu_interval=0.001)\n\nOne task's phase clock: wall and CPU seconds "
               "per phase, bytes, codecs.\nNested phases are exclusive; the phases add up to the "
               "time the clock ran. The thread's CPU clock is read at most every cpu_interval "
               "seconds, and around waits; the CPU in between is split over the phases by their "

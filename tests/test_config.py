@@ -18,7 +18,7 @@ def test_defaults_are_dask_settings() -> None:
     assert plugin.live is True
     assert config.seconds("flush-timeout") == 10.0
     assert config.seconds("probe-timeout") == 5.0
-    assert plugin.phase_cpu_interval == 0.01
+    assert plugin.phase_cpu_interval == 0.001
     assert plugin.phases is True
 
 

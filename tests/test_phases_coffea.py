@@ -323,10 +323,10 @@ def test_the_cpu_interval_setting_reaches_the_workers_clocks(
     assert metrics["phase_cpu_split_bound_seconds"] == 0.0
 
 
-def test_the_workers_clocks_read_the_cpu_clock_every_10_ms_by_default(roast: Client) -> None:
+def test_the_workers_clocks_read_the_cpu_clock_every_millisecond_by_default(roast: Client) -> None:
     from roastcoffea.instrument import phases
 
-    assert set(roast.run(lambda: phases._cpu_interval).values()) == {0.01}
+    assert set(roast.run(lambda: phases._cpu_interval).values()) == {0.001}
 
 
 def test_uncompressed_output_has_no_output_phase(roast: Client, cms_data: Path) -> None:

@@ -49,8 +49,9 @@ typedef struct roast_instant {
 
 #define ROAST_CPU_UNREAD NAN
 /* The cpu_interval of the worker's clocks: at most one CPU clock read per
- * 10 ms of a task besides the long waits (python/roastcoffea/instrument/phases.py). */
-#define ROAST_PHASE_CPU_INTERVAL 10e-3
+ * millisecond of a task besides the waits (python/roastcoffea/instrument/phases.py):
+ * windows of several phases widen the split's bound when the thread is preempted. */
+#define ROAST_PHASE_CPU_INTERVAL 1e-3
 /* The interval at the start of a call that may wait, and the shortest
  * waiting stretch whose end reads the CPU clock (at most cpu_interval). */
 #define ROAST_PHASE_WAIT_INTERVAL 50e-6

@@ -135,7 +135,7 @@ class RoastPlugin(SchedulerPlugin):
         its time off CPU charged to its waits first, the error bounded by
         ``phase_cpu_split_bound_seconds``. 0 reads it at every phase switch:
         exact per-phase CPU for about 0.3 ms more per 100,000-event chunk.
-        Default ``roastcoffea.phase-cpu-interval`` (10 ms).
+        Default ``roastcoffea.phase-cpu-interval`` (1 ms).
     phases : bool, optional
         Run the phase clock on the workers: each processor task's time split
         into open, read, decompress, interpret, user, output and other
