@@ -4,12 +4,14 @@ What it measures: the ``Analysis`` processor of ``bench/workload.py`` with ``@tr
 inside ``MetricsCollector`` on a one-worker ``LocalCluster`` (worker processes) with
 ``RoastPlugin``, and the bare processor on another without it, alternating, on the demo's
 synthetic NanoAOD at ``--chunksize``. In each worker, after a warm-up run, the full
-collections are held off (the third threshold raised) and ``--chunks`` chunks run; then,
-after a collection of the two young generations:
+collections are held off (the third threshold raised) and ``--chunks`` chunks run:
 
-- the objects the run promoted into the oldest generation, per task. CPython starts a full
-  collection once those (``long_lived_pending``) exceed a quarter of the objects that
-  survived the last one, so this rate sets how often a worker pays a full collection;
+- the objects the run promoted into the oldest generation, per task, counted as CPython
+  counts them (``long_lived_pending``): at each collection of the two young generations,
+  the objects in them (``gc.callbacks``, at its start) less those it freed. An object
+  promoted counts even if it dies soon after (one that lives through a task, say). CPython
+  starts a full collection once this count passes a quarter of the objects that survived the
+  last one, so this rate sets how often a worker pays a full collection;
 - the live objects after a full collection (what each full collection traverses), and that
   collection's CPU seconds.
 
@@ -32,30 +34,42 @@ from common import data_dir, machine, table
 HELD_OFF = 10**9  # the third threshold: no full collection while a run is counted
 
 
-def hold_off_full_collections() -> tuple[int, int]:
-    """In a worker: a full collection, then none until :func:`oldest_after`; the oldest
-    generation's size and the third threshold it had."""
+def count_promotions(dask_worker: Any) -> int:
+    """In a worker: a full collection, then none, and the young collections' promotions
+    counted (``gc.callbacks``) until :func:`promotions_after`; the third threshold it had."""
     import gc
 
     gc.collect()
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(young, middle, HELD_OFF)
-    return len(gc.get_objects(2)), oldest
+    counted = [0, 0]  # objects promoted, objects in the young generations at a start
+
+    def promotions(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 1:
+            return
+        if phase == "start":
+            counted[1] = len(gc.get_objects(0)) + len(gc.get_objects(1))
+        else:
+            counted[0] += counted[1] - info["collected"] - info["uncollectable"]
+
+    gc.callbacks.append(promotions)
+    dask_worker.bench_promotions = (promotions, counted)
+    return oldest
 
 
-def oldest_after(threshold: int) -> tuple[int, int, float]:
-    """In a worker: the oldest generation's size after a young collection, the live objects
-    after a full one and the CPU seconds of the next; the third threshold put back."""
+def promotions_after(threshold: int, dask_worker: Any) -> tuple[int, int, float]:
+    """In a worker: the objects promoted since :func:`count_promotions`, the live objects
+    after a full collection and the CPU seconds of the next; the third threshold put back."""
     import gc
 
-    gc.collect(1)
-    oldest = len(gc.get_objects(2))
+    callback, counted = dask_worker.bench_promotions
+    gc.callbacks.remove(callback)
     gc.collect()
     start = time.thread_time()
     gc.collect()
     seconds = time.thread_time() - start
     gc.set_threshold(*gc.get_threshold()[:2], threshold)
-    return oldest, len(gc.get_objects()), seconds
+    return counted[0], len(gc.get_objects()), seconds
 
 
 def run(client: Any, monitored: bool, fileset: dict, chunksize: int, chunks: int) -> None:
@@ -94,11 +108,11 @@ def measure(monitored: bool, fileset: dict, chunksize: int, chunks: int) -> tupl
         if monitored:
             client.register_plugin(RoastPlugin())
         run(client, monitored, fileset, chunksize, 4)  # imports, hooks, page cache
-        ((before, threshold),) = client.run(hold_off_full_collections).values()
+        (threshold,) = client.run(count_promotions).values()
         run(client, monitored, fileset, chunksize, chunks)
         time.sleep(2.5)  # the heartbeats that file the run's digests
-        ((oldest, live, seconds),) = client.run(oldest_after, threshold).values()
-    return (oldest - before) / chunks, live, seconds
+        ((promoted, live, seconds),) = client.run(promotions_after, threshold).values()
+    return promoted / chunks, live, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
