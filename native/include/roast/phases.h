@@ -24,9 +24,8 @@
  * CPU. The split is exact when the thread was off CPU only while waiting;
  * split_bound totals, per window, how much of the off-CPU time the split may
  * have put on the wrong phase (or codec) had the thread instead been
- * preempted, which bounds the error of
- * each phase's (and codec's) CPU. The phases' CPU always adds up to the CPU
- * the clock ran. */
+ * preempted, which bounds the error of each phase's (and codec's) CPU. The
+ * phases' CPU always adds up to the CPU the clock ran. */
 #ifndef ROAST_PHASES_H
 #define ROAST_PHASES_H
 
@@ -74,7 +73,7 @@ typedef struct roast_phase_clock {
     double window_codec_waits[ROAST_CODEC_COUNT]; /* and of window_codecs */
     uint32_t wait_phases; /* bit p set: the thread may wait, off CPU, in phase p (none at init);
                              it may also in every opaque call */
-    double split_bound; /* seconds off CPU in shared windows (see above) */
+    double split_bound; /* off-CPU seconds the split may have misplaced (see above) */
     uint64_t cpu_reads; /* reads of the CPU clock, the first included */
     uint8_t *stack;     /* entered phases, each with ROAST_PHASE_OPAQUE when opaque; */
     uint32_t depth;     /* stack[0] is the base phase, never left */
