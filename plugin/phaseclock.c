@@ -231,7 +231,7 @@ static PyObject *task_enter_method(TaskPhases *task, PyObject *args, PyObject *k
     int phase = phase_index(name);
     if (phase < 0)
         return NULL;
-    task_enter(task, phase, opaque, opaque || phase == PHASE_READ);
+    task_enter(task, phase, opaque, opaque || ((task->clock.wait_phases >> phase) & 1u));
     Py_RETURN_NONE;
 }
 
