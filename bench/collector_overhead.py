@@ -112,7 +112,10 @@ schedulers apart), about 0.4 % of the wall that no deployment pays.
 ``--without phases`` runs ours with the phase clock off (``RoastPlugin(phases=False)``), and
 ``--without decorator`` runs the plugin and the phase clock on the bare processor (no
 ``@track_metrics``): what each part costs a chunk in place, with what it does to the code
-around it, read against the whole in another run (0.1.2 is not run then).
+around it, read against the whole in another run (0.1.2 is not run then). ``--against
+phases`` measures the phase clock side by side instead: the baseline variant is then ours
+with the clock off (the plugin, ``@track_metrics`` and the collector all there), so every
+ratio and cost per chunk is the clock's alone, in the same rounds.
 
 roastcoffea 0.1.2 from PyPI runs the same rounds under ``--rc012-python`` (bare against its
 decorator and collector, which also takes ``extract_metrics_from_output``); see
@@ -312,6 +315,7 @@ class Rounds:
         datasets: int,
         draw: random.Random,
         without: str | None = None,
+        against: str | None = None,
     ) -> None:
         import roastcoffea
 
@@ -325,11 +329,20 @@ class Rounds:
         # --without: the part of ours the collected variant runs without
         self.plugin_options = {"phases": False} if without == "phases" else {}
         self.decorated = without != "decorator"
+        # --against: the baseline variant is ours too, with these options; None: bare
+        self.baseline_options = {"phases": False} if against == "phases" else None
         self.parts: list[dict[str, Any]] = []
         for client in (bare, collected):
             client.run(clock_collections)
-        if self.plugin is not None:
-            collected.register_plugin(self.plugin(**self.plugin_options))
+        self._register()
+
+    def _register(self) -> None:
+        """The plugin on the collected cluster (and the baseline's on the bare one, if any)."""
+        if self.plugin is None:
+            return
+        self.clients["collected"].register_plugin(self.plugin(**self.plugin_options))
+        if self.baseline_options is not None:
+            self.clients["bare"].register_plugin(self.plugin(**self.baseline_options))
 
     def swap(self) -> None:
         """Move the plugin to the other cluster: the clusters swap roles."""
@@ -338,8 +351,10 @@ class Rounds:
             from roastcoffea.plugin import stop
 
             stop(collected)
-            bare.register_plugin(self.plugin(**self.plugin_options))
+            if self.baseline_options is not None:
+                stop(bare)
         self.clients = {"bare": collected, "collected": bare}
+        self._register()
 
     def warm_up(self) -> None:
         """A run of each variant, not measured: imports, page cache, tree indexes, hooks."""
@@ -385,7 +400,8 @@ class Rounds:
         from roastcoffea import MetricsCollector
 
         client = self.clients[variant]
-        proc = Analysis() if variant == "collected" and self.decorated else BareAnalysis()
+        monitored = variant == "collected" or self.baseline_options is not None
+        proc = Analysis() if monitored and self.decorated else BareAnalysis()
         runner = processor.Runner(
             executor=processor.DaskExecutor(client=client, status=False),
             schema=NanoAODSchema,
@@ -396,7 +412,7 @@ class Rounds:
         before = workers_cpu(client)
         scheduler_before = client.run_on_scheduler(scheduler_loop_cpu)
         start = time.perf_counter()
-        if variant == "bare":
+        if not monitored:
             runner(self.fileset, processor_instance=proc, treename="Events")
             fixed = 0.0
         else:
@@ -438,12 +454,14 @@ class Plan:
     blocks: int
     alone: bool = False  # also the variants one after the other
     without: str | None = None  # the part of ours the collected variant runs without
+    against: str | None = None  # the baseline is ours without this part (None: bare)
 
     def arguments(self) -> list[str]:
         """The command line that makes :func:`main` run :func:`child` with this plan."""
         args = ["--child", "--rounds", str(self.rounds), "--blocks", str(self.blocks)]
         args += ["--alone"] if self.alone else []
         args += ["--without", self.without] if self.without else []
+        args += ["--against", self.against] if self.against else []
         args += ["--chunksize", str(self.chunksize), "--datasets", str(self.datasets)]
         return [*args, *self.files]
 
@@ -485,6 +503,7 @@ def child(plan: Plan) -> dict[str, Any]:
                 plan.datasets,
                 draw,
                 plan.without,
+                plan.against,
             )
             rounds_.warm_up()
             for i in range(plan.rounds):
@@ -691,6 +710,12 @@ def main(argv: list[str] | None = None) -> int:
         help="ours without one part: the phase clock (RoastPlugin(phases=False)) or "
         "@track_metrics (the collected variant runs the bare processor); 0.1.2 is not run",
     )
+    parser.add_argument(
+        "--against",
+        choices=("phases",),
+        help="the baseline is ours without the phase clock instead of bare: the figures are "
+        "the clock's cost side by side; 0.1.2 is not run",
+    )
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--datasets", type=int, help=argparse.SUPPRESS)
     child_arguments(parser)
@@ -707,6 +732,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.blocks,
                     args.alone,
                     args.without,
+                    args.against,
                 )
             ),
         )
@@ -718,7 +744,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
     rounds, blocks = (2, 2) if args.quick else (args.rounds, args.blocks)
     pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
-    if args.without:
+    if args.without and args.against:
+        parser.error("--without and --against measure different things: one at a time")
+    if args.without or args.against:
         del pythons["0.1.2"]
     by_size: dict[int, dict[str, dict[str, Any]]] = {}
     print(
@@ -728,6 +756,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.without:
         part = {"phases": "the phase clock", "decorator": "@track_metrics"}[args.without]
         print(f"ours runs without {part} (--without {args.without})")
+    if args.against:
+        print(
+            "the baseline is ours without the phase clock (--against phases): "
+            "collected / bare below reads ours / ours without the clock"
+        )
     for chunksize, (events, n_files, datasets) in sizes.items():
         files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
         chunks = datasets * n_files * coffea_chunks(events // n_files, chunksize)
@@ -742,7 +775,9 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(python).exists():
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
-            plan = Plan(files, chunksize, datasets, rounds, blocks, args.alone, args.without)
+            plan = Plan(
+                files, chunksize, datasets, rounds, blocks, args.alone, args.without, args.against
+            )
             results[name] = spawn(python, plan)
         report_size(chunksize, chunks, results)
         by_size[chunksize] = results
