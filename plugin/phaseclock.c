@@ -1,7 +1,8 @@
 /* The phase clock's Python face: TaskPhases (one task's clock), PhaseHook
  * (a function wrapped to charge its time to a phase: plain, a codec's
- * decompression, a lookup that returns deferred work, or uproot's wait for a
- * chunk of bytes) and the clock of the task each thread runs.
+ * decompression, the building of a virtual array, uproot's wait for a chunk
+ * of bytes or for its reader's queue) and the clock of the task each thread
+ * runs.
  *
  * The hooks run hundreds of times per chunk inside the user's analysis, so
  * the common calls cost no Python frame: a PhaseHook finds the thread's
@@ -445,22 +446,22 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
 
 /* ---- PhaseHook -------------------------------------------------------------- */
 
-/* Four kinds, one call function each: a plain hook charges its call to
- * phase; a codec hook also adds the call to its codec's totals; a deferring
- * hook only passes its call on, and a result that is a functools.partial
- * (work the caller runs later, a virtual column's generator) is rewired in
- * place to run through its builder, a plain hook of phase; a
+/* Six kinds, one call function each: a plain hook charges its call to
+ * phase; a codec hook also adds the call to its codec's totals; a
+ * materializing hook is awkward's VirtualNDArray.materialize: it times only
+ * the building of an array not built yet (its _array still the sentinel); a
  * chunk-wait hook is uproot's Chunk.wait: it times only a wait for bytes
  * from the source (chunk_reads) and adds them to the task's read_bytes; a
  * basket hook is uproot's TBasket.read_members, passed on (it has no phase)
  * and the TKey sizes uproot has just parsed logged in the task's baskets; a
- * queue hook is queue.Queue.get, which waits when nothing is queued. */
+ * queue hook is queue.Queue.get: it times only a get from an empty queue,
+ * a wait for what is queued next. */
 typedef struct {
     PyObject *func;
-    int phase;           /* -1 for a basket hook */
+    int phase; /* -1 for a basket hook */
     bool opaque;
-    int codec;           /* a codec hook's ROAST codec, else -1 */
-    PyTypeObject *defer; /* a deferring hook's result type */
+    int codec;                /* a codec hook's ROAST codec, else -1 */
+    PyObject *unmaterialized; /* a materializing hook's sentinel (awkward's UNMATERIALIZED) */
     PyTypeObject *chunk; /* a chunk-wait hook's in-memory future type (uproot's TrivialFuture) */
     bool basket;
     bool queue; /* a queue hook: queue.Queue.get */
@@ -469,11 +470,8 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     hook_spec spec;
-    PyObject *builder; /* a deferring hook's: the plain hook its results are rewired to call */
     vectorcallfunc vectorcall;
 } PhaseHook;
-
-static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec);
 
 /* The call outside any phase boundary: no task, or inside an opaque phase. */
 static inline PyObject *hook_pass(PhaseHook *hook, TaskPhases *task, PyObject *const *args,
@@ -484,18 +482,25 @@ static inline PyObject *hook_pass(PhaseHook *hook, TaskPhases *task, PyObject *c
     return PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
 }
 
+/* The call charged to the hook's phase; may_wait: it may wait, off CPU. */
+static PyObject *timed_call(PhaseHook *hook, TaskPhases *task, PyObject *const *args,
+                            size_t nargsf, PyObject *kwnames, bool may_wait)
+{
+    Py_INCREF(task); /* the call may end the thread's task; leave this one */
+    task_enter(task, hook->spec.phase, hook->spec.opaque, may_wait);
+    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+    task_leave(task, -1); /* reads clocks only: an exception of the call stays as it is */
+    Py_DECREF(task);
+    return result;
+}
+
 static PyObject *hook_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PhaseHook *hook = (PhaseHook *)self;
     TaskPhases *task = thread_task;
     if (!task || task->clock.opaque)
         return hook_pass(hook, task, args, nargsf, kwnames);
-    Py_INCREF(task); /* the call may end the thread's task; leave this one */
-    task_enter(task, hook->spec.phase, hook->spec.opaque, hook->spec.opaque);
-    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    task_leave(task, -1); /* reads clocks only: an exception of the call stays as it is */
-    Py_DECREF(task);
-    return result;
+    return timed_call(hook, task, args, nargsf, kwnames, hook->spec.opaque);
 }
 
 /* len(obj) as a byte count; a failure is the clock's, counted, never raised. */
@@ -541,88 +546,19 @@ static PyObject *codec_call(PyObject *self, PyObject *const *args, size_t nargsf
     return result;
 }
 
-/* call_through(f, *args, **kwargs) is f(*args, **kwargs): what a builder
- * hook wraps, so that one hook times every rewired partial. */
-static PyObject *call_through(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
-{
-    (void)self;
-    if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "call_through needs the function to call");
-        return NULL;
-    }
-    return PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), kwnames);
-}
-
-static PyObject *str_reduce, *str_setstate; /* interned at module init */
-
-static PyMethodDef call_through_def = {"call_through", (PyCFunction)(void (*)(void))call_through,
-                                       METH_FASTCALL | METH_KEYWORDS, NULL};
-static PyObject *call_through_func;
-
-/* partial(f, *args, **kw) becomes partial(call_through hooked, f, *args, **kw),
- * the same object: a virtual column's generator is then timed when it runs,
- * and no object of ours lives as long as the column (a new one per column
- * would add a hundred objects per chunk to what the garbage collector
- * counts). Reads the state with __reduce__ (which does not make a __dict__)
- * and sets it with __setstate__, functools.partial's own pickling. */
-static int rewire_partial(PyObject *partial, PyObject *builder)
-{
-    PyObject *reduced = PyObject_CallMethodNoArgs(partial, str_reduce);
-    PyObject *state = NULL, *rewired = NULL;
-    if (!reduced)
-        return -1;
-    if (!PyTuple_Check(reduced) || PyTuple_GET_SIZE(reduced) != 3 ||
-        !PyTuple_Check(state = PyTuple_GET_ITEM(reduced, 2)) || PyTuple_GET_SIZE(state) != 4 ||
-        !PyTuple_Check(PyTuple_GET_ITEM(state, 1))) {
-        Py_DECREF(reduced);
-        PyErr_SetString(PyExc_TypeError, "not a functools.partial's state");
-        return -1;
-    }
-    PyObject *args = PyTuple_GET_ITEM(state, 1);
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *through = PyTuple_New(n + 1);
-    if (through) {
-        PyTuple_SET_ITEM(through, 0, Py_NewRef(PyTuple_GET_ITEM(state, 0)));
-        for (Py_ssize_t i = 0; i < n; i++)
-            PyTuple_SET_ITEM(through, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-        rewired = Py_BuildValue("(ONOO)", builder, through, PyTuple_GET_ITEM(state, 2),
-                                PyTuple_GET_ITEM(state, 3));
-    }
-    PyObject *done = rewired ? PyObject_CallMethodOneArg(partial, str_setstate, rewired) : NULL;
-    Py_XDECREF(done);
-    Py_XDECREF(rewired);
-    Py_DECREF(reduced);
-    return done ? 0 : -1;
-}
-
-static PyObject *defer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    PhaseHook *hook = (PhaseHook *)self;
-    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    TaskPhases *task = thread_task;
-    if (!task || !result)
-        return result;
-    task->passed++;
-    if (Py_IS_TYPE(result, hook->spec.defer) && rewire_partial(result, hook->builder) < 0) {
-        PyErr_Clear(); /* unmeasured, not broken */
-        task->errors++;
-    }
-    return result;
-}
-
-/* The attributes the chunk-wait, basket and queue hooks read (interned at module init). */
-static PyObject *str_raw_data, *str_future, *str_is_memmap, *str_start, *str_stop, *str_members,
-    *str_file, *str_cursor, *str_index, *str_fNbytes, *str_fObjlen, *str_fKeylen, *str_queue;
+/* The attributes the materializing, chunk-wait, basket and queue hooks read
+ * (interned at module init). */
+static PyObject *str_array, *str_raw_data, *str_future, *str_is_memmap, *str_start, *str_stop,
+    *str_members, *str_file, *str_cursor, *str_index, *str_fNbytes, *str_fObjlen, *str_fKeylen,
+    *str_queue;
 static PyObject **const attr_strs[] = {
-    &str_raw_data, &str_future,  &str_is_memmap, &str_start,   &str_stop,    &str_members,
-    &str_file,     &str_cursor,  &str_index,     &str_fNbytes, &str_fObjlen, &str_fKeylen,
-    &str_queue,
+    &str_array,   &str_raw_data, &str_future,  &str_is_memmap, &str_start,
+    &str_stop,    &str_members,  &str_file,    &str_cursor,    &str_index,
+    &str_fNbytes, &str_fObjlen,  &str_fKeylen, &str_queue,
 };
 static const char *const attr_names[] = {
-    "_raw_data", "_future", "_is_memmap", "_start",  "_stop",   "_members",
-    "_file",     "_cursor", "_index",     "fNbytes", "fObjlen", "fKeylen",
-    "queue",
+    "_array", "_raw_data", "_future", "_is_memmap", "_start",  "_stop",   "_members",
+    "_file",  "_cursor",   "_index",  "fNbytes",    "fObjlen", "fKeylen", "queue",
 };
 #define ATTR_NAMES (sizeof attr_names / sizeof *attr_names)
 
@@ -678,6 +614,35 @@ static long long chunk_bytes(TaskPhases *task, PyObject *chunk)
         task->errors++;
     }
     return bytes;
+}
+
+/* Whether array (an awkward VirtualNDArray) is still to be built: its _array
+ * is the hook's sentinel. An object without one is timed: it may be. */
+static bool array_unbuilt(PhaseHook *hook, PyObject *array)
+{
+    PyObject *built = PyObject_GetAttr(array, str_array);
+    if (!built) {
+        PyErr_Clear();
+        return true;
+    }
+    bool unbuilt = built == hook->spec.unmaterialized;
+    Py_DECREF(built);
+    return unbuilt;
+}
+
+static PyObject *materialize_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    Py_INCREF(task); /* reading the array's attribute may run Python code */
+    PyObject *result = array_unbuilt(hook, args[0])
+                           ? timed_call(hook, task, args, nargsf, kwnames, false)
+                           : hook_pass(hook, task, args, nargsf, kwnames);
+    Py_DECREF(task);
+    return result;
 }
 
 static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -762,8 +727,7 @@ static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargs
 }
 
 /* Whether a get from queue (a queue.Queue) will wait: nothing is queued. A
- * stale answer only costs or saves one read of the CPU clock; a queue whose
- * items cannot be counted is taken to wait (an error counted). */
+ * queue whose items cannot be counted is taken to wait (an error counted). */
 static bool queue_waits(TaskPhases *task, PyObject *queue)
 {
     PyObject *items = PyObject_GetAttr(queue, str_queue);
@@ -782,10 +746,10 @@ static PyObject *queue_call(PyObject *self, PyObject *const *args, size_t nargsf
     TaskPhases *task = thread_task;
     if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
         return hook_pass(hook, task, args, nargsf, kwnames);
-    Py_INCREF(task);
-    task_enter(task, hook->spec.phase, hook->spec.opaque, queue_waits(task, args[0]));
-    PyObject *result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
-    task_leave(task, -1);
+    Py_INCREF(task); /* reading the queue's items may run Python code */
+    PyObject *result = queue_waits(task, args[0])
+                           ? timed_call(hook, task, args, nargsf, kwnames, true)
+                           : hook_pass(hook, task, args, nargsf, kwnames);
     Py_DECREF(task);
     return result;
 }
@@ -794,8 +758,8 @@ static vectorcallfunc call_of(const hook_spec *spec)
 {
     if (spec->queue)
         return queue_call;
-    if (spec->defer)
-        return defer_call;
+    if (spec->unmaterialized)
+        return materialize_call;
     if (spec->chunk)
         return wait_call;
     if (spec->basket)
@@ -810,42 +774,26 @@ static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
         return NULL;
     hook->spec = *spec;
     Py_INCREF(spec->func);
-    Py_XINCREF(spec->defer);
+    Py_XINCREF(spec->unmaterialized);
     Py_XINCREF(spec->chunk);
     hook->vectorcall = call_of(spec);
-    if (spec->defer) {
-        hook_spec plain = {.func = call_through_func, .phase = spec->phase, .codec = -1};
-        if (!(hook->builder = hook_alloc(type, &plain))) {
-            Py_DECREF(hook);
-            return NULL;
-        }
-    }
     return (PyObject *)hook;
-}
-
-/* functools.partial (a borrowed reference, kept by functools), or NULL with
- * an exception. */
-static PyObject *partial_type(void)
-{
-    PyObject *functools = PyImport_ImportModule("functools");
-    PyObject *partial = functools ? PyObject_GetAttrString(functools, "partial") : NULL;
-    Py_XDECREF(functools);
-    Py_XDECREF(partial);
-    return partial;
 }
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"func",  "phase",  "opaque", "codec", "defer",
+    static char *kwlist[] = {"func",  "phase",  "opaque", "codec", "unmaterialized",
                              "chunk", "basket", "queue",  NULL};
-    PyObject *name, *codec = Py_None, *defer = Py_None, *chunk = Py_None;
+    PyObject *name, *codec = Py_None, *unmaterialized = Py_None, *chunk = Py_None;
     hook_spec spec = {.codec = -1};
     int opaque = 0, basket = 0, queue = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOpp:PhaseHook", kwlist, &spec.func, &name,
-                                     &opaque, &codec, &defer, &chunk, &basket, &queue))
+                                     &opaque, &codec, &unmaterialized, &chunk, &basket, &queue))
         return NULL;
-    if ((codec != Py_None) + (defer != Py_None) + (chunk != Py_None) + basket + queue > 1) {
-        PyErr_SetString(PyExc_TypeError, "one of codec, defer, chunk, basket and queue at most");
+    if ((codec != Py_None) + (unmaterialized != Py_None) + (chunk != Py_None) + basket + queue >
+        1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "one of codec, unmaterialized, chunk, basket and queue at most");
         return NULL;
     }
     if (basket != (name == Py_None) || (basket && opaque)) {
@@ -860,18 +808,13 @@ static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "chunk must be a type");
         return NULL;
     }
-    if (defer != Py_None && defer != partial_type()) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "defer must be functools.partial");
-        return NULL;
-    }
     spec.phase = -1;
     if (!basket && (spec.phase = phase_index(name)) < 0)
         return NULL;
     if (codec != Py_None && (spec.codec = name_index(codec, codec_strs, ROAST_CODEC_COUNT, "codec")) < 0)
         return NULL;
     spec.opaque = opaque;
-    spec.defer = defer == Py_None ? NULL : (PyTypeObject *)defer;
+    spec.unmaterialized = unmaterialized == Py_None ? NULL : unmaterialized;
     spec.chunk = chunk == Py_None ? NULL : (PyTypeObject *)chunk;
     spec.basket = basket;
     spec.queue = queue;
@@ -881,18 +824,16 @@ static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
 {
     Py_VISIT(hook->spec.func);
-    Py_VISIT(hook->spec.defer);
+    Py_VISIT(hook->spec.unmaterialized);
     Py_VISIT(hook->spec.chunk);
-    Py_VISIT(hook->builder);
     return 0;
 }
 
 static int hook_clear(PhaseHook *hook)
 {
     Py_CLEAR(hook->spec.func);
-    Py_CLEAR(hook->spec.defer);
+    Py_CLEAR(hook->spec.unmaterialized);
     Py_CLEAR(hook->spec.chunk);
-    Py_CLEAR(hook->builder);
     return 0;
 }
 
@@ -938,13 +879,15 @@ static PyObject *hook_repr(PhaseHook *hook)
 {
     const hook_spec *spec = &hook->spec;
     const char *codec = spec->codec >= 0 ? codec_names[spec->codec] : NULL;
-    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s%s of %R>",
+    return PyUnicode_FromFormat("<PhaseHook %s%s%s%s%s%s of %R>",
                                 spec->basket ? "basket log" : phase_names[spec->phase],
                                 spec->opaque ? " (opaque)" : "", spec->queue ? " queue" : "",
+                                spec->unmaterialized ? " materialize" : "",
                                 codec ? " codec " : "", codec ? codec : "", spec->func);
 }
 
-/* Pickled as its parts: a virtual column's generator may travel with an array. */
+/* Pickled as its parts: a hooked function may be pickled by reference
+ * (cloudpickle of a processor that names uproot.open) while it is hooked. */
 static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
@@ -953,7 +896,7 @@ static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
                          spec->phase >= 0 ? phase_strs[spec->phase] : Py_None,
                          spec->opaque ? Py_True : Py_False,
                          spec->codec >= 0 ? codec_strs[spec->codec] : Py_None,
-                         or_none((PyObject *)spec->defer), or_none((PyObject *)spec->chunk),
+                         or_none(spec->unmaterialized), or_none((PyObject *)spec->chunk),
                          spec->basket ? Py_True : Py_False, spec->queue ? Py_True : Py_False);
 }
 
@@ -974,9 +917,9 @@ static PyGetSetDef hook_getset[] = {
 
 static PyMemberDef hook_members[] = {
     {"__wrapped__", T_OBJECT_EX, offsetof(PhaseHook, spec.func), READONLY, "The wrapped function."},
-    {"defer", T_OBJECT, offsetof(PhaseHook, spec.defer), READONLY,
-     "functools.partial when the partials it returns are rewired to be timed (its call "
-     "itself passed on), or None."},
+    {"unmaterialized", T_OBJECT, offsetof(PhaseHook, spec.unmaterialized), READONLY,
+     "A materializing hook's sentinel (awkward's UNMATERIALIZED): only the building of an "
+     "array whose _array is it is timed; or None."},
     {"chunk", T_OBJECT, offsetof(PhaseHook, spec.chunk), READONLY,
      "A chunk-wait hook's in-memory future type (uproot's TrivialFuture), or None."},
     {"basket", T_BOOL, offsetof(PhaseHook, spec.basket), READONLY,
@@ -994,20 +937,20 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_basicsize = sizeof(PhaseHook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, defer=None, chunk=None, "
-              "basket=False, queue=False)\n\n"
+    .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, unmaterialized=None, "
+              "chunk=None, basket=False, queue=False)\n\n"
               "func, its time charged to phase when the calling thread runs a measured task.\nWith "
               "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
-              "len(data) and len(result) are added to the task's codecs.\nWith defer "
-              "(functools.partial), the call is passed on and a partial it returns is rewired in "
-              "place to run through a PhaseHook of phase.\n"
+              "len(data) and len(result) are added to the task's codecs.\nWith unmaterialized "
+              "(awkward's UNMATERIALIZED), func is awkward's VirtualNDArray.materialize: only "
+              "the building of an array whose _array is it is timed.\n"
               "With chunk (uproot's TrivialFuture), func is uproot's Chunk.wait: only a wait for "
               "bytes from the source is timed (_raw_data None, and _future not a chunk instance "
               "unless _is_memmap), and its _stop - _start added to the task's read_bytes.\nWith "
               "basket (phase None), func is uproot's TBasket.read_members: the call is passed "
               "on and (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's baskets.\n"
-              "With queue, func is queue.Queue.get: a get from an empty queue may wait, so "
-              "the thread's CPU clock is read as it starts.",
+              "With queue, func is queue.Queue.get: only a get from an empty queue, a wait, is "
+              "timed, and the thread's CPU clock is read as it starts.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,
@@ -1044,17 +987,6 @@ static int add_names(PyObject *module, const char *attribute, const char *const 
 
 int roastpy_phases_init(PyObject *module)
 {
-    if (!call_through_func) { /* a module function: a rewired partial pickles by reference */
-        PyObject *name = PyModule_GetNameObject(module);
-        call_through_func = name ? PyCFunction_NewEx(&call_through_def, NULL, name) : NULL;
-        Py_XDECREF(name);
-        if (!call_through_func || PyModule_AddObjectRef(module, "call_through", call_through_func) < 0)
-            return -1;
-    }
-    if (!str_reduce && !(str_reduce = PyUnicode_InternFromString("__reduce__")))
-        return -1;
-    if (!str_setstate && !(str_setstate = PyUnicode_InternFromString("__setstate__")))
-        return -1;
     for (size_t i = 0; i < ATTR_NAMES; i++)
         if (!*attr_strs[i] && !(*attr_strs[i] = PyUnicode_InternFromString(attr_names[i])))
             return -1;
@@ -1065,9 +997,6 @@ int roastpy_phases_init(PyObject *module)
 
 void roastpy_phases_free(void)
 {
-    Py_CLEAR(call_through_func);
-    Py_CLEAR(str_reduce);
-    Py_CLEAR(str_setstate);
     for (int i = 0; i < ROAST_PHASE_COUNT; i++)
         Py_CLEAR(phase_strs[i]);
     for (int i = 0; i < ROAST_CODEC_COUNT; i++)

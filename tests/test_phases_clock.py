@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import pickle
 import queue
 import re
@@ -145,7 +144,7 @@ def test_a_short_read_reads_no_cpu_clock_and_a_wait_is_charged_to_the_read() -> 
     assert task.cpu["interpret"] + task.cpu_split_bound >= 0.005
 
 
-def test_a_get_from_an_empty_queue_has_a_window_of_its_own() -> None:
+def test_only_a_get_from_an_empty_queue_is_a_read_with_a_window_of_its_own() -> None:
     get = _native.PhaseHook(queue.Queue.get, "read", queue=True)
     full, empty = queue.Queue(), queue.Queue()
     task = TaskPhases(cpu_interval=60.0)
@@ -154,16 +153,16 @@ def test_a_get_from_an_empty_queue_has_a_window_of_its_own() -> None:
         for i in range(100):
             full.put(i)
             burn(60e-6)
-            assert get(full) == i  # something queued: no wait, no CPU clock read
-        reads = task.cpu_reads
+            assert get(full) == i  # something queued: no wait, passed on
+        counts = (task.switches, task.passed, task.cpu_reads)
         threading.Timer(0.02, empty.put, (-1,)).start()
         burn(60e-6)
         assert get(empty) == -1
     finally:
         _native.set_current_task(None)
     task.close()
-    assert reads <= 1 + 10  # the start; a get preempted for 50 us inside reads one more
-    assert task.cpu_reads - reads == 3  # the empty get's start and end, the close
+    assert counts == (0, 100, 1)  # the clock's start only
+    assert (task.switches, task.cpu_reads) == (1, 1 + 3)  # the get's start and end, the close
     assert task.wall["read"] >= 0.019 and task.cpu["read"] < 0.5 * task.wall["read"]
     assert "queue" in repr(get)
 
@@ -319,6 +318,34 @@ def test_uproot_reads_split_into_open_decompress_and_interpret(
     assert task.read_bytes > 0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevents.schemas")  # CMS files
+def test_a_nanoevents_column_is_built_in_interpret_where_the_user_first_uses_it(
+    finished: list[TaskPhases], cms_data: Path
+) -> None:
+    from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
+
+    factory = NanoEventsFactory.from_root(
+        {str(cms_data / "nano_dy.root"): "Events"}, schemaclass=NanoAODSchema, mode="virtual"
+    )
+    events = factory.events()  # outside the task: its columns are still to be built
+
+    def use() -> tuple[int, int]:
+        task = phases.current()
+        assert task is not None
+        task.rebase("user")  # from here on the task is the user's code, as in a work item
+        total = len(numpy.asarray(events.Muon.pt.layout.content.data))
+        return total, int(numpy.count_nonzero(events.Muon.pt.layout.content.data > -1))
+
+    total, again = phases.run_task(use, (), {})
+    assert total == again > 0
+    (task,) = finished
+    # the column was read and decompressed in the task, where the user's code used it
+    assert task.wall["interpret"] > 0 and task.wall["decompress"] > 0 and task.read_bytes > 0
+    # uproot's TBranch.array (interpret) ran nested in an interpret stretch: from the user's
+    # phase, only the array's building could have opened one
+    assert task.nested >= 1
+
+
 def test_a_task_logs_the_tkey_sizes_of_the_baskets_it_parses(
     finished: list[TaskPhases], cms_data: Path
 ) -> None:
@@ -438,7 +465,7 @@ class Codec:
 
 def test_a_codec_hook_totals_its_decompressions(finished: list[TaskPhases]) -> None:
     hooked = _native.PhaseHook(Codec.decompress, "decompress", codec="LZ4")
-    assert (hooked.codec, hooked.defer) == ("LZ4", None)
+    assert (hooked.codec, hooked.unmaterialized) == ("LZ4", None)
     codec = Codec()
 
     def decompress() -> None:
@@ -458,43 +485,44 @@ def test_a_codec_hook_totals_its_decompressions(finished: list[TaskPhases]) -> N
     assert hooked(codec, b"ab", 2) == b"xx"  # outside a task: only the call
 
 
-def burn_then_len(key: str) -> int:
-    """A virtual column's generator: CPU spent, then the column."""
-    burn(0.01)
-    return len(key)
+def virtual_array(length: int, seconds: float) -> object:
+    """An awkward virtual array whose generator spends ``seconds`` of CPU, as a
+    NanoEvents column's reads and conversion do."""
+    from awkward._nplikes.numpy import Numpy
+
+    def generator() -> numpy.ndarray:
+        burn(seconds)
+        return numpy.arange(length, dtype=numpy.float64)
+
+    return _phase_hooks._virtual_array()(Numpy.instance(), (length,), numpy.float64, generator)
 
 
-def test_a_deferring_hook_rewires_the_partial_it_returns(finished: list[TaskPhases]) -> None:
-    def lookup(key: str) -> object:
-        return functools.partial(burn_then_len, key) if key.startswith("virtual") else key
+def test_a_materializing_hook_times_only_an_array_being_built(
+    finished: list[TaskPhases],
+) -> None:
+    hooked = vars(_phase_hooks._virtual_array())["materialize"]  # installed by the fixture
+    assert isinstance(hooked, _native.PhaseHook) and hooked.phase == "interpret"
+    column, outside = virtual_array(10, 0.01), virtual_array(3, 0.0)
 
-    hooked = _native.PhaseHook(lookup, "interpret", defer=functools.partial)
-    results: list[object] = []
-    phases.run_task(lambda: results.extend(hooked(k) for k in ("virtual_pt", "eta")), (), {})
-    generator, plain = results
-    # the same partial, not an object of ours beside it: it calls the original through a hook
-    assert isinstance(generator, functools.partial) and plain == "eta"
-    assert isinstance(generator.func, _native.PhaseHook) and generator.func.phase == "interpret"
-    assert generator.args == (burn_then_len, "virtual_pt") and generator.keywords == {}
-    lookups = finished.pop()
-    assert (lookups.switches, lookups.passed) == (0, 2)  # the lookups themselves are not timed
-    assert phases.run_task(generator, (), {}) == len("virtual_pt")  # the column being built
-    (built,) = finished
+    def use() -> float:
+        return float(column.materialize().sum() + column.materialize().sum())
+
+    assert phases.run_task(use, (), {}) == 90.0
+    (task,) = finished
+    # the first call built the array; the second returned it, passed on
+    assert (task.switches, task.passed, task.errors) == (1, 1, 0)
     # the CPU split by wall can give a moment preempted before the call to "other": bounded
-    assert built.switches == 1 and built.cpu["interpret"] + built.cpu_split_bound >= 0.01
-    copy = pickle.loads(pickle.dumps(generator))  # a generator may travel with its array
-    assert copy() == len("virtual_pt") and copy.func.phase == "interpret"
-    outside = hooked("virtual_eta")
-    assert outside.func is burn_then_len  # outside a task: untouched
+    assert task.cpu["interpret"] + task.cpu_split_bound >= 0.01
+    assert len(outside.materialize()) == 3  # outside a task: only the call
 
 
-def test_a_deferring_hook_keeps_a_partials_keywords_and_dict(finished: list[TaskPhases]) -> None:
-    made = functools.partial(int, "ff", base=16)
-    made.note = "kept"
-    hooked = _native.PhaseHook(lambda: made, "interpret", defer=functools.partial)
-    assert phases.run_task(hooked, (), {}) is made
-    assert made.args == (int, "ff") and made.keywords == {"base": 16} and made.note == "kept"
-    assert made() == 255
+def test_a_materializing_hook_times_what_cannot_say_it_is_built(
+    finished: list[TaskPhases],
+) -> None:
+    hooked = _native.PhaseHook(lambda array: len(array), "interpret", unmaterialized=object())
+    assert phases.run_task(hooked, ("not an awkward array",), {}) == 20
+    (task,) = finished
+    assert (task.switches, task.passed, task.errors) == (1, 0, 0)
 
 
 def test_a_chunk_wait_hook_times_only_waits_for_the_source(
@@ -552,13 +580,9 @@ def test_a_read_whose_size_cannot_be_told_is_counted_and_the_wait_goes_on(
 def test_hook_kinds_are_checked_and_pickle() -> None:
     with pytest.raises(ValueError, match="not a codec: 'GZIP'"):
         _native.PhaseHook(len, "decompress", codec="GZIP")
-    with pytest.raises(TypeError, match=r"defer must be functools\.partial"):
-        _native.PhaseHook(len, "interpret", defer=3)
-    with pytest.raises(TypeError, match=r"defer must be functools\.partial"):
-        _native.PhaseHook(len, "interpret", defer=tuple)
-    with pytest.raises(TypeError, match="one of codec, defer, chunk, basket and queue"):
-        _native.PhaseHook(len, "interpret", codec="ZLIB", defer=functools.partial)
-    with pytest.raises(TypeError, match="one of codec, defer, chunk, basket and queue"):
+    with pytest.raises(TypeError, match="one of codec, unmaterialized, chunk, basket and queue"):
+        _native.PhaseHook(len, "interpret", codec="ZLIB", unmaterialized=object())
+    with pytest.raises(TypeError, match="one of codec, unmaterialized, chunk, basket and queue"):
         _native.PhaseHook(len, "read", chunk=int, queue=True)
     with pytest.raises(TypeError, match="only it, has no phase"):
         _native.PhaseHook(len, "interpret", basket=True)
@@ -570,13 +594,13 @@ def test_hook_kinds_are_checked_and_pickle() -> None:
         _native.PhaseHook(3, "read")
     for hook in (
         _native.PhaseHook(len, "decompress", codec="ZSTD"),
-        _native.PhaseHook(len, "interpret", defer=functools.partial),
+        _native.PhaseHook(len, "interpret", unmaterialized="unbuilt"),
         _native.PhaseHook(len, "read", chunk=int),
         _native.PhaseHook(len, None, basket=True),
         _native.PhaseHook(len, "read", queue=True),
     ):
         copy = pickle.loads(pickle.dumps(hook))
-        kind = ("phase", "codec", "defer", "chunk", "basket", "queue")
+        kind = ("phase", "codec", "unmaterialized", "chunk", "basket", "queue")
         assert [getattr(copy, k) for k in kind] == [getattr(hook, k) for k in kind]
 
 

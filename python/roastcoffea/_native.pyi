@@ -164,15 +164,15 @@ class PhaseHook:
     """``func``, its time charged to ``phase`` when the calling thread runs a measured task.
 
     With ``codec``, ``func`` is a codec's ``decompress(data, ...)`` whose calls add to the
-    task's ``codecs``; with ``defer`` (``functools.partial``), the call is passed on and a
-    partial it returns is rewired in place to call its function through a ``PhaseHook`` of
-    ``phase`` (:func:`call_through`); with ``chunk`` (uproot's ``TrivialFuture``),
+    task's ``codecs``; with ``unmaterialized`` (awkward's ``UNMATERIALIZED``), ``func`` is
+    awkward's ``VirtualNDArray.materialize``: only the building of an array whose ``_array``
+    is that sentinel is timed; with ``chunk`` (uproot's ``TrivialFuture``),
     ``func`` is uproot's ``Chunk.wait``: only a wait for bytes from the source is timed, and
     its bytes are added to the task's ``read_bytes``; with ``basket`` (``phase`` None),
     ``func`` is uproot's ``TBasket.read_members``: the call is passed on and the basket's
     (file, seek, fNbytes, fObjlen + fKeylen) logged in the task (``baskets``,
-    ``take_baskets``); with ``queue``, ``func`` is ``queue.Queue.get``: a get from an empty
-    queue may wait, so the thread's CPU clock is read as it starts.
+    ``take_baskets``); with ``queue``, ``func`` is ``queue.Queue.get``: only a get from an
+    empty queue, a wait, is timed, and the thread's CPU clock is read as it starts.
     """
 
     def __init__(
@@ -181,7 +181,7 @@ class PhaseHook:
         phase: str | None,
         opaque: bool = False,
         codec: str | None = None,
-        defer: type | None = None,
+        unmaterialized: Any = None,
         chunk: type | None = None,
         basket: bool = False,
         queue: bool = False,
@@ -197,16 +197,13 @@ class PhaseHook:
     @property
     def codec(self) -> str | None: ...
     @property
-    def defer(self) -> type | None: ...
+    def unmaterialized(self) -> Any: ...
     @property
     def chunk(self) -> type | None: ...
     @property
     def queue(self) -> bool: ...
     @property
     def basket(self) -> bool: ...
-
-def call_through(func: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """``func(*args, **kwargs)``: what a deferring hook's rewired partials call, hooked."""
 
 def current_task() -> TaskPhases | None:
     """The clock of the task this thread runs."""

@@ -6,9 +6,9 @@ only while the calling thread runs a measured task (see
 thread-local lookup. The hooks that run many times per chunk are native
 :class:`~roastcoffea._native.PhaseHook` s (no Python frame, few memory lines
 touched: they run between the analysis's array work, with the caches cold):
-those that charge a call to a phase, total a codec's bytes, rewire a virtual
-column's generator to be timed, time uproot's waits for bytes from the source
-or log the baskets uproot parses. ``events()`` and the output's
+those that charge a call to a phase, total a codec's bytes, time the building
+of a virtual array, time uproot's waits for bytes from the source or log the
+baskets uproot parses. ``events()`` and the output's
 compression are Python around the same clock; the task and the work function,
 on the task's stack throughout, are :class:`~roastcoffea._native.Around` s:
 no frame of theirs for Dask's profiler to walk every 10 ms.
@@ -23,11 +23,13 @@ coffea ``_compression_wrapper.__call__``,           the task (owns the clock)
 ``uproot.open``, a directory's ``__getitem__``,     ``open`` (opaque: its reads
 ``NanoEventsFactory.from_root``                     and decompression included)
 uproot ``Chunk.wait`` (first wait of a chunk),      ``read``
-the wait for chunks in uproot's array reader
+a get from uproot's array reader's queue while
+nothing has arrived
 uproot codecs' ``decompress`` (per codec)           ``decompress``
-``NanoEventsFactory.events``, a NanoEvents column   ``interpret``
-being built, uproot ``TBranch.array`` and
-``HasBranches.arrays``
+``NanoEventsFactory.events``, awkward's             ``interpret``
+``VirtualNDArray.materialize`` of an array not
+built yet (a NanoEvents column's generator),
+uproot ``TBranch.array`` and ``HasBranches.arrays``
 coffea ``_compress`` of the task's output           ``output`` (opaque)
 the rest of the work function after ``events()``    ``user``
 uproot ``TBasket.read_members``                     none: it logs the basket's
@@ -86,15 +88,19 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
     return events
 
 
-def _column(func: Callable[..., Any]) -> PhaseHook:
-    """``BaseSourceMapping.__getitem__``: a virtual column is built later, by its generator.
+def _materialize(func: Callable[..., Any]) -> PhaseHook:
+    """awkward's ``VirtualNDArray.materialize``: a virtual array built when first used.
 
-    The lookup itself is not timed: it runs inside ``events()`` (interpret) and, for a
-    virtual column, only makes the generator (a ``functools.partial``), rewired in place to
-    run through a hook: building the column is timed, and no object of ours lives as long
-    as the column.
+    A NanoEvents column is built in the user's code, the first time an array needs
+    its buffer: its generator (coffea's column lookup, uproot's reads) and the
+    conversion to the array. Every later call returns the array already built
+    and is only passed on, as is a call whose array cannot say (no ``_array``
+    attribute: timed instead). One hook on one method, whatever the number of
+    columns a chunk looks up.
     """
-    return PhaseHook(func, "interpret", defer=functools.partial)
+    from awkward._nplikes.virtual import UNMATERIALIZED
+
+    return PhaseHook(func, "interpret", unmaterialized=UNMATERIALIZED)
 
 
 def _wait(func: Callable[..., Any]) -> PhaseHook:
@@ -115,9 +121,10 @@ class _ReadQueue(queue.Queue):
 
     uproot's default executors decompress and interpret in the reading thread,
     so the only thing the reader waits for here is the source. A get from an
-    empty queue is a wait: the clock reads the thread's CPU clock as it starts
-    (and, if it lasted, as it ends), so the wait has a window of its own; a get
-    of a chunk already there reads no CPU clock.
+    empty queue is a wait, a ``read``: the clock reads the thread's CPU clock
+    as it starts (and, if it lasted, as it ends), so the wait has a window of
+    its own. A get of a chunk already there waits for nothing and is passed on,
+    its microsecond left to the phase around it.
     """
 
     get = PhaseHook(queue.Queue.get, "read", queue=True)
@@ -218,7 +225,6 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
     import uproot.reading
     import uproot.source.chunk as chunk
     from coffea.nanoevents import NanoEventsFactory
-    from coffea.nanoevents.mapping.base import BaseSourceMapping
     from coffea.processor import executor
 
     codecs = {name: type(getattr(compression, f"_decompress_{name}")) for name in PHASE_CODECS}
@@ -230,7 +236,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (uproot.reading.ReadOnlyDirectory, "__getitem__", _open),
         (NanoEventsFactory, "from_root", _open),
         (NanoEventsFactory, "events", _events),
-        (BaseSourceMapping, "__getitem__", _column),
+        (_virtual_array(), "materialize", _materialize),
         (tbranch.TBranch, "array", _interpret),
         (tbranch.HasBranches, "arrays", _interpret),
         (chunk.Chunk, "wait", _wait),
@@ -238,6 +244,13 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (tbranch, "queue", _reader_queue),
         *((codec, "decompress", _codec(name)) for name, codec in codecs.items()),
     ]
+
+
+def _virtual_array() -> type:
+    """awkward's virtual array class (``VirtualArray`` in the first awkward 2.8 releases)."""
+    from awkward._nplikes import virtual
+
+    return getattr(virtual, "VirtualNDArray", None) or virtual.VirtualArray
 
 
 #: The codecs of ROOT files uproot decompresses, by their name in uproot.compression.
