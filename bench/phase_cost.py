@@ -21,7 +21,9 @@ virtual mode, ``events()``, the demo processor's ``process``), the cost of the p
 4. each kind of hooked call warm (in a loop, as the estimate's calibration times it) and
    cold (an 8 MiB array touched between calls, as a chunk's array work leaves the caches):
    a switch with and without a read of the CPU clock, uproot's ``Chunk.wait`` for bytes
-   from the source and for bytes in memory (real uproot chunks), the basket log.
+   from the source and for bytes in memory (real uproot chunks), a get of a chunk already
+   in uproot's reader queue, awkward's ``materialize`` of a virtual array being built and of
+   one built, the basket log.
 
 The figures are medians over chunks and repeats; nothing is asserted.
 """
@@ -106,9 +108,11 @@ def hook_costs_ns(loops: int) -> list[tuple[str, float, float]]:
     """What each kind of hooked call adds to the call it wraps, in ns, with a clock current:
     (kind, warm, cold). Warm: called in a loop; cold: with an 8 MiB array touched between
     calls, as a chunk's array work leaves the caches. Each against the same call unhooked."""
+    import queue
     from concurrent.futures import Future
 
     import numpy
+    from awkward._nplikes.numpy import Numpy
     from uproot.source.chunk import Chunk
     from uproot.source.cursor import Cursor
     from uproot.source.futures import TrivialFuture
@@ -133,6 +137,21 @@ def hook_costs_ns(loops: int) -> list[tuple[str, float, float]]:
 
     def noop(_: object) -> None:
         pass
+
+    def queued() -> queue.Queue:
+        chunks: queue.Queue = queue.Queue()
+        chunks.put(data)
+        return chunks
+
+    virtual = _phase_hooks._virtual_array()
+
+    def unbuilt() -> object:
+        return virtual(Numpy.instance(), (8,), numpy.float64, lambda: lines[:8])
+
+    def built() -> object:
+        array = unbuilt()
+        array.materialize()  # type: ignore[attr-defined]
+        return array
 
     def per_call(call: object, arguments: list, cold: bool) -> float:
         total = 0
@@ -159,6 +178,27 @@ def hook_costs_ns(loops: int) -> list[tuple[str, float, float]]:
             Chunk.wait,
             _phase_hooks._wait(Chunk.wait),
             lambda: Chunk(None, 0, len(data), TrivialFuture(data)),
+            float("inf"),
+        ),
+        (
+            "get of a chunk already queued",
+            queue.Queue.get,
+            _phase_hooks._ReadQueue.get,
+            queued,
+            float("inf"),
+        ),
+        (
+            "virtual array being built",
+            virtual.materialize,
+            _phase_hooks._materialize(virtual.materialize),
+            unbuilt,
+            float("inf"),
+        ),
+        (
+            "virtual array built, passed on",
+            virtual.materialize,
+            _phase_hooks._materialize(virtual.materialize),
+            built,
             float("inf"),
         ),
         (
