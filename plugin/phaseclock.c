@@ -616,10 +616,31 @@ static long long chunk_bytes(TaskPhases *task, PyObject *chunk)
     return bytes;
 }
 
+/* Whether the call is timed, told by its first argument (reading it may run
+ * Python code: the caller holds a reference to task). */
+typedef bool (*timed_if)(PhaseHook *hook, TaskPhases *task, PyObject *first);
+
+/* The call timed if its first argument says so, else passed on. */
+static PyObject *call_timed_if(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames, timed_if timed, bool may_wait)
+{
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    Py_INCREF(task); /* reading the argument's attributes may run Python code */
+    PyObject *result = timed(hook, task, args[0])
+                           ? timed_call(hook, task, args, nargsf, kwnames, may_wait)
+                           : hook_pass(hook, task, args, nargsf, kwnames);
+    Py_DECREF(task);
+    return result;
+}
+
 /* Whether array (an awkward VirtualNDArray) is still to be built: its _array
  * is the hook's sentinel. An object without one is timed: it may be. */
-static bool array_unbuilt(PhaseHook *hook, PyObject *array)
+static bool array_unbuilt(PhaseHook *hook, TaskPhases *task, PyObject *array)
 {
+    (void)task;
     PyObject *built = PyObject_GetAttr(array, str_array);
     if (!built) {
         PyErr_Clear();
@@ -633,16 +654,7 @@ static bool array_unbuilt(PhaseHook *hook, PyObject *array)
 static PyObject *materialize_call(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
 {
-    PhaseHook *hook = (PhaseHook *)self;
-    TaskPhases *task = thread_task;
-    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
-        return hook_pass(hook, task, args, nargsf, kwnames);
-    Py_INCREF(task); /* reading the array's attribute may run Python code */
-    PyObject *result = array_unbuilt(hook, args[0])
-                           ? timed_call(hook, task, args, nargsf, kwnames, false)
-                           : hook_pass(hook, task, args, nargsf, kwnames);
-    Py_DECREF(task);
-    return result;
+    return call_timed_if(self, args, nargsf, kwnames, array_unbuilt, false);
 }
 
 static PyObject *wait_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -728,8 +740,9 @@ static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargs
 
 /* Whether a get from queue (a queue.Queue) will wait: nothing is queued. A
  * queue whose items cannot be counted is taken to wait (an error counted). */
-static bool queue_waits(TaskPhases *task, PyObject *queue)
+static bool queue_waits(PhaseHook *hook, TaskPhases *task, PyObject *queue)
 {
+    (void)hook;
     PyObject *items = PyObject_GetAttr(queue, str_queue);
     Py_ssize_t n = items ? PyObject_Length(items) : -1;
     Py_XDECREF(items);
@@ -742,16 +755,7 @@ static bool queue_waits(TaskPhases *task, PyObject *queue)
 
 static PyObject *queue_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PhaseHook *hook = (PhaseHook *)self;
-    TaskPhases *task = thread_task;
-    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
-        return hook_pass(hook, task, args, nargsf, kwnames);
-    Py_INCREF(task); /* reading the queue's items may run Python code */
-    PyObject *result = queue_waits(task, args[0])
-                           ? timed_call(hook, task, args, nargsf, kwnames, true)
-                           : hook_pass(hook, task, args, nargsf, kwnames);
-    Py_DECREF(task);
-    return result;
+    return call_timed_if(self, args, nargsf, kwnames, queue_waits, true);
 }
 
 static vectorcallfunc call_of(const hook_spec *spec)
