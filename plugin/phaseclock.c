@@ -738,8 +738,10 @@ static PyObject *basket_call(PyObject *self, PyObject *const *args, size_t nargs
     return result;
 }
 
-/* Whether a get from queue (a queue.Queue) will wait: nothing is queued. A
- * queue whose items cannot be counted is taken to wait (an error counted). */
+/* Whether a get from queue (a queue.Queue) will wait: nothing is queued.
+ * uproot's reader is its queue's only consumer, so a chunk queued now is
+ * still there when the get runs. A queue whose items cannot be counted is
+ * taken to wait (an error counted). */
 static bool queue_waits(PhaseHook *hook, TaskPhases *task, PyObject *queue)
 {
     (void)hook;
