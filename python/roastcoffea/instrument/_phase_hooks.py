@@ -94,8 +94,8 @@ def _materialize(func: Callable[..., Any]) -> PhaseHook:
     A NanoEvents column is built in the user's code, the first time an array needs
     its buffer: its generator (coffea's column lookup, uproot's reads) and the
     conversion to the array. Every later call returns the array already built
-    and is only passed on, as is a call whose array cannot say (no ``_array``
-    attribute: timed instead). One hook on one method, whatever the number of
+    and is only passed on; a call whose array cannot say (no ``_array``
+    attribute) is timed. One hook on one method, whatever the number of
     columns a chunk looks up.
     """
     from awkward._nplikes.virtual import UNMATERIALIZED
