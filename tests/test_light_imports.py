@@ -1,4 +1,5 @@
-"""Reading a measurement needs neither Dask's distributed nor the native extension."""
+"""Reading a measurement needs neither Dask's distributed nor the native extension; a
+worker loads the worker side of the plugin only."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from measured_run import Measured
 
 import roastcoffea
-from roastcoffea import _native
+from roastcoffea import RoastPlugin, _native
 
 #: Run first in the child: ``distributed`` and the extension cannot be imported there.
 BLOCK = textwrap.dedent(
@@ -68,3 +70,19 @@ def test_a_saved_measurement_is_shown_reported_and_plotted_without_distributed(
 def test_one_decode_error_for_the_package() -> None:
     assert _native.DecodeError is roastcoffea.DecodeError
     assert issubclass(roastcoffea.DecodeError, ValueError)
+
+
+#: What a worker's own modules are, read in the worker (``eval`` travels by reference, so
+#: nothing of the tests is imported there).
+WORKER_MODULES = "sorted(m for m in __import__('sys').modules if m.startswith('roastcoffea'))"
+
+
+def test_a_worker_loads_the_worker_side_only(make_cluster: Any) -> None:
+    _, own = make_cluster(n_workers=1)
+    own.register_plugin(RoastPlugin())
+    (loaded,) = own.run(eval, WORKER_MODULES).values()
+    assert "roastcoffea.plugin.worker" in loaded  # the plugin is installed
+    assert "roastcoffea.instrument._phase_hooks" in loaded
+    scheduler_side = ("scheduler", "client", "sampler", "live", "prometheus", "session")
+    assert not [m for m in loaded if m.rsplit(".", 1)[-1] in scheduler_side]
+    assert "roastcoffea.collector" not in loaded and "roastcoffea.measurement" not in loaded
