@@ -99,9 +99,9 @@ static PyObject *agg_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static PyObject *agg_set_span_lookup(PyObject *op, PyObject *args)
 {
-    PyObject *tasks, *task_groups = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O:set_span_lookup", &tasks, &task_groups) ||
-        roastpy_span_lookup_set(&((Aggregator *)op)->spans, tasks, task_groups) < 0)
+    PyObject *tasks, *task_groups = Py_None, *runs = Py_None;
+    if (!PyArg_ParseTuple(args, "O|OO:set_span_lookup", &tasks, &task_groups, &runs) ||
+        roastpy_span_lookup_set(&((Aggregator *)op)->spans, tasks, task_groups, runs) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -229,6 +229,70 @@ static PyObject *agg_add_record(PyObject *op, PyObject *args)
     if (st == ROAST_ENOMEM)
         return PyErr_NoMemory();
     return PyBool_FromLong(st == ROAST_OK);
+}
+
+/* Interns the labels of one (activity, unit) pair into key; 0, -1 with an
+ * exception, 1 when the table is full (counted). */
+static int intern_label_pair(Aggregator *self, PyObject *pair, roast_digest_key *key)
+{
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0)) || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1))) {
+        PyErr_SetString(PyExc_TypeError, "each label must be an (activity, unit) tuple of str");
+        return -1;
+    }
+    int rc = intern_arg(self, PyTuple_GET_ITEM(pair, 0), &key->activity);
+    return rc != 0 ? rc : intern_arg(self, PyTuple_GET_ITEM(pair, 1), &key->unit);
+}
+
+/* add_digests(worker, context, span, prefix, labels, values): a task's values
+ * added to its digests (roast_agg_add_digest), label by label. */
+static PyObject *agg_add_digests(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *worker, *context, *span, *prefix, *labels, *values;
+    if (!PyArg_ParseTuple(args, "UUOUOO:add_digests", &worker, &context, &span, &prefix, &labels,
+                          &values))
+        return NULL;
+    if (span != Py_None && !PyUnicode_Check(span))
+        return PyErr_Format(PyExc_TypeError, "span must be str or None, not %.100s",
+                            Py_TYPE(span)->tp_name);
+    PyObject *labs = PySequence_Fast(labels, "labels must be a sequence");
+    PyObject *vals = labs ? PySequence_Fast(values, "values must be a sequence") : NULL;
+    PyObject *result = NULL;
+    if (!vals)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(labs);
+    if (PySequence_Fast_GET_SIZE(vals) != n) {
+        PyErr_Format(PyExc_ValueError, "%zd labels for %zd values", n,
+                     PySequence_Fast_GET_SIZE(vals));
+        goto done;
+    }
+    roast_digest_key key = {.span = ROAST_ID_EMPTY};
+    int rc = intern_arg(self, worker, &key.worker);
+    if (rc == 0)
+        rc = intern_arg(self, context, &key.context);
+    if (rc == 0 && span != Py_None)
+        rc = intern_arg(self, span, &key.span);
+    if (rc == 0)
+        rc = intern_arg(self, prefix, &key.prefix);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        double value = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(vals, i));
+        if (value == -1.0 && PyErr_Occurred()) {
+            rc = -1;
+            break;
+        }
+        rc = intern_label_pair(self, PySequence_Fast_GET_ITEM(labs, i), &key);
+        if (rc == 0 && roast_agg_add_digest(self->agg, &key, value) == ROAST_ENOMEM) {
+            PyErr_NoMemory();
+            rc = -1;
+        }
+    }
+    if (rc >= 0) /* a full table or row cap is counted by the aggregator */
+        result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(labs);
+    Py_XDECREF(vals);
+    return result;
 }
 
 static PyObject *agg_ingest(PyObject *op, PyObject *args)
@@ -533,9 +597,11 @@ static PyMethodDef agg_methods[] = {
      "transition(key, start, finish, *args, **kwargs) -> None\n\n"
      "Dask's SchedulerPlugin.transition; records one event. Never raises."},
     {"set_span_lookup", agg_set_span_lookup, METH_VARARGS,
-     "set_span_lookup(tasks: dict | None, task_groups: dict | None = None) -> None\n\n"
+     "set_span_lookup(tasks: dict | None, task_groups: dict | None = None,\n"
+     "                runs: dict | None = None) -> None\n\n"
      "The scheduler's tasks and task_groups dicts: a finished task's span is\n"
-     "tasks[key].group.span_id, found through task_groups when it is given."},
+     "tasks[key].group.span_id, found through task_groups when it is given,\n"
+     "unless runs maps the key to a span id; a forgotten task leaves runs."},
     {"drain", agg_drain_py, METH_NOARGS, "drain() -> int\n\nApplies ring records to the tables."},
     {"worker_seen", agg_worker_seen, METH_VARARGS,
      "worker_seen(address: str, name: str, now: float) -> None"},
@@ -544,6 +610,11 @@ static PyMethodDef agg_methods[] = {
     {"sample", agg_sample, METH_VARARGS,
      "sample(address: str, now: float, values: tuple) -> None\n\n"
      "14 values in roast_column order; None is not reported (NaN)."},
+    {"add_digests", agg_add_digests, METH_VARARGS,
+     "add_digests(address: str, context: str, span: str | None, prefix: str,\n"
+     "            labels: Sequence[tuple[str, str]], values: Sequence[float]) -> None\n\n"
+     "Adds a task's values to its digests (activity, unit of each label), once:\n"
+     "the phases a worker sends with the task's records. No payload reports them."},
     {"ingest", agg_ingest, METH_VARARGS,
      "ingest(address: str, payload: bytes, now: float) -> bool\n\n"
      "Applies a worker payload; True when a full flush of the worker is needed.\n"

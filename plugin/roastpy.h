@@ -80,10 +80,12 @@ PyObject *roastpy_str(roast_str s);
 PyObject *roastpy_take_text(char *text);
 
 /* span_lookup.c: how the hook finds the span of a finished task in the
- * scheduler's tasks and task_groups dicts. Owned by an Aggregator. */
+ * scheduler's tasks and task_groups dicts, or in the runs dict where the
+ * scheduler plugin placed a task in its run's span. Owned by an Aggregator. */
 typedef struct roastpy_span_lookup {
     PyObject *tasks;       /* scheduler.tasks, or NULL: no spans */
     PyObject *task_groups; /* scheduler.task_groups, or NULL: tasks only */
+    PyObject *runs;        /* {key: span id} that wins over the group's, or NULL */
     PyObject **names;      /* str of each prefix id looked up, made once */
     size_t names_len;
     PyObject *last_span;   /* last span id str seen, and its id: tasks of a */
@@ -91,7 +93,12 @@ typedef struct roastpy_span_lookup {
 } roastpy_span_lookup;
 
 /* Sets the dicts (None for none); -1 with TypeError for anything else. */
-int roastpy_span_lookup_set(roastpy_span_lookup *lookup, PyObject *tasks, PyObject *task_groups);
+int roastpy_span_lookup_set(roastpy_span_lookup *lookup, PyObject *tasks, PyObject *task_groups,
+                            PyObject *runs);
+
+/* Forgets a forgotten task's entry in the runs dict. Returns NULL, or a
+ * failure reason with a Python exception possibly set. */
+const char *roastpy_span_lookup_forget(roastpy_span_lookup *lookup, PyObject *key);
 
 /* The span id of a task that finished or erred, interned into *span (left
  * alone when the task has no span). Returns NULL, or a failure reason with a

@@ -1,4 +1,8 @@
-/* The span of a finished task, as Dask files it: tasks[key].group.span_id.
+/* The span of a finished task: the span of its run where the scheduler
+ * plugin placed it there (the runs dict), else tasks[key].group.span_id, as
+ * Dask files it. Dask puts every task of a group on the span of the group's
+ * first task; the runs dict holds only the tasks another run's group took,
+ * so it is empty, and costs one size check, unless two runs share a group.
  *
  * Reading it through the tasks dict touches four cold objects per task (a
  * slot of a dict the size of the graph, the TaskState, its group, the span
@@ -13,16 +17,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-int roastpy_span_lookup_set(roastpy_span_lookup *lookup, PyObject *tasks, PyObject *task_groups)
+int roastpy_span_lookup_set(roastpy_span_lookup *lookup, PyObject *tasks, PyObject *task_groups,
+                            PyObject *runs)
 {
     if ((tasks != Py_None && !PyDict_Check(tasks)) ||
-        (task_groups != Py_None && !PyDict_Check(task_groups))) {
-        PyErr_SetString(PyExc_TypeError, "tasks and task_groups must be dicts or None");
+        (task_groups != Py_None && !PyDict_Check(task_groups)) ||
+        (runs != Py_None && !PyDict_Check(runs))) {
+        PyErr_SetString(PyExc_TypeError, "tasks, task_groups and runs must be dicts or None");
         return -1;
     }
     Py_XSETREF(lookup->tasks, tasks == Py_None ? NULL : Py_NewRef(tasks));
     Py_XSETREF(lookup->task_groups, task_groups == Py_None ? NULL : Py_NewRef(task_groups));
+    Py_XSETREF(lookup->runs, runs == Py_None ? NULL : Py_NewRef(runs));
     return 0;
+}
+
+static bool has_runs(const roastpy_span_lookup *lookup)
+{
+    return lookup->runs && PyDict_GET_SIZE(lookup->runs) > 0;
+}
+
+const char *roastpy_span_lookup_forget(roastpy_span_lookup *lookup, PyObject *key)
+{
+    if (!has_runs(lookup))
+        return NULL;
+    PyObject *span = PyDict_GetItemWithError(lookup->runs, key);
+    if (!span)
+        return PyErr_Occurred() ? "transition:unhashable-key" : NULL;
+    return PyDict_DelItem(lookup->runs, key) < 0 ? "transition:run-forget" : NULL;
 }
 
 /* key_split_group gives a str key its prefix unless it starts with "(" or
@@ -110,17 +132,37 @@ static PyObject *find_group(roastpy_span_lookup *lookup, const roast_intern *str
     return group;
 }
 
+/* The task's span id (new reference), or NULL: none (*why stays NULL), or
+ * the lookup failed (*why says how). */
+static PyObject *find_span_id(roastpy_span_lookup *lookup, roast_intern *strings, PyObject *key,
+                              roast_id prefix, const char **why)
+{
+    if (has_runs(lookup)) {
+        PyObject *run = Py_XNewRef(PyDict_GetItemWithError(lookup->runs, key));
+        if (run)
+            return run;
+        if (PyErr_Occurred()) {
+            *why = "transition:unhashable-key";
+            return NULL;
+        }
+    }
+    PyObject *group = find_group(lookup, strings, key, prefix, why);
+    if (!group)
+        return NULL;
+    PyObject *sid = PyObject_GetAttr(group, roastpy_n.span_id);
+    Py_DECREF(group);
+    if (!sid)
+        *why = "transition:span-lookup";
+    return sid;
+}
+
 const char *roastpy_span_lookup_read(roastpy_span_lookup *lookup, roast_intern *strings,
                                      PyObject *key, roast_id prefix, roast_id *span)
 {
     const char *why = NULL;
-    PyObject *group = find_group(lookup, strings, key, prefix, &why);
-    if (!group)
-        return why;
-    PyObject *sid = PyObject_GetAttr(group, roastpy_n.span_id);
-    Py_DECREF(group);
+    PyObject *sid = find_span_id(lookup, strings, key, prefix, &why);
     if (!sid)
-        return "transition:span-lookup";
+        return why;
     if (sid == lookup->last_span) {
         *span = lookup->last_span_id;
     } else if (sid != Py_None) {
@@ -140,6 +182,7 @@ int roastpy_span_lookup_traverse(roastpy_span_lookup *lookup, visitproc visit, v
 {
     Py_VISIT(lookup->tasks);
     Py_VISIT(lookup->task_groups);
+    Py_VISIT(lookup->runs);
     return 0;
 }
 
@@ -147,6 +190,7 @@ void roastpy_span_lookup_clear(roastpy_span_lookup *lookup)
 {
     Py_CLEAR(lookup->tasks);
     Py_CLEAR(lookup->task_groups);
+    Py_CLEAR(lookup->runs);
     Py_CLEAR(lookup->last_span);
     for (size_t i = 0; i < lookup->names_len; i++)
         Py_CLEAR(lookup->names[i]);

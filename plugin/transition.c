@@ -276,6 +276,8 @@ static const char *hook_record(Aggregator *self, PyObject *const *args, Py_ssize
     const char *why = read_prefix(self, args[0], &ev.prefix);
     if (why)
         return why;
+    if (to == ROAST_STATE_FORGOTTEN)
+        why = cleared(roastpy_span_lookup_forget(&self->spans, args[0]));
     bool done = from == ROAST_STATE_PROCESSING && to == ROAST_STATE_MEMORY;
     if (done || to == ROAST_STATE_ERRED) {
         why = read_outcome(self, kwargs, done, &ev);

@@ -277,6 +277,49 @@ def test_hook_reads_spans_from_the_tasks_dict() -> None:
         agg.set_span_lookup({}, [1, 2])
 
 
+def test_a_task_placed_in_its_runs_span_is_filed_there_until_forgotten() -> None:
+    """The runs dict wins over the group's span; a forgotten task leaves it."""
+    agg = Aggregator(started=T0)
+    group = SimpleNamespace(span_id="first-run")
+    tasks = {"p-1": SimpleNamespace(group=group), "p-2": SimpleNamespace(group=group)}
+    runs = {"p-2": "second-run"}
+    agg.set_span_lookup(tasks, None, runs)
+    finished(agg, "p-1")
+    finished(agg, "p-2")
+    erred(agg, "p-2")
+    r = rows(agg.to_dict())
+    assert r[(W1, "first-run", "p")]["tasks"] == 1
+    assert r[(W1, "second-run", "p")]["tasks"] == 1 and r[(W1, "second-run", "p")]["erred"] == 1
+    agg.transition("p-1", "released", "forgotten", stimulus_id="s")  # not a run's: kept
+    agg.transition("p-2", "released", "forgotten", stimulus_id="s")
+    assert runs == {}
+    finished(agg, "p-2")  # computed again under the same key: the group's span
+    assert rows(agg.to_dict())[(W1, "first-run", "p")]["tasks"] == 2
+    assert agg.hook_errors == 0
+    with pytest.raises(TypeError):
+        agg.set_span_lookup(tasks, None, [1])
+
+
+def test_a_tasks_digests_sent_with_its_records_add_up_beside_the_payloads() -> None:
+    agg = Aggregator(started=T0)
+    labels = [("phase:user", "wall-seconds"), ("phase-tasks", "count")]
+    agg.add_digests(W1, "execute", "span-a", "proc", labels, [0.5, 1])
+    agg.add_digests(W1, "execute", "span-a", "proc", labels, [0.25, 1.0])
+    agg.add_digests(W1, "execute", None, "proc", labels[:1], [1.0])
+    digests = agg.to_dict()["digests"]
+    assert digests[(W1, "execute", "span-a", "proc", "phase:user", "wall-seconds")] == 0.75
+    assert digests[(W1, "execute", "span-a", "proc", "phase-tasks", "count")] == 2.0
+    assert digests[(W1, "execute", "", "proc", "phase:user", "wall-seconds")] == 1.0
+    with pytest.raises(ValueError, match="2 labels for 1 values"):
+        agg.add_digests(W1, "execute", "s", "p", labels, [1.0])
+    with pytest.raises(TypeError, match="activity, unit"):
+        agg.add_digests(W1, "execute", "s", "p", [("a", 1)], [1.0])
+    with pytest.raises(TypeError):
+        agg.add_digests(W1, "execute", "s", "p", labels[:1], ["x"])
+    with pytest.raises(TypeError, match="span"):
+        agg.add_digests(W1, "execute", 3, "p", labels[:1], [1.0])
+
+
 class Group:
     """distributed's TaskGroup as the hook reads it (slotted, like Dask's)."""
 

@@ -442,6 +442,19 @@ roast_status roast_agg_set_digest(roast_agg *agg, const roast_digest_key *key,
     return ROAST_OK;
 }
 
+roast_status roast_agg_add_digest(roast_agg *agg, const roast_digest_key *key, double delta)
+{
+    digest_row *row = digest_find(agg, key);
+    if (!row) {
+        roast_status status = digest_get(agg, key, &row);
+        if (!row)
+            return status;
+    }
+    row->base += delta;
+    row->based = true;
+    return ROAST_OK;
+}
+
 bool roast_agg_digest(const roast_agg *agg, const roast_digest_key *key, double *value)
 {
     const digest_row *row = digest_find(agg, key);

@@ -392,14 +392,26 @@ static void test_digests_and_incarnation_base(void)
     CHECK(roast_agg_set_digest(agg, &k2, i1, -0.0) == ROAST_OK);
     CHECK(roast_agg_digest(agg, &k2, &v));
     CHECK(v == 0 && signbit(v)); /* exact, not turned into +0 */
-    CHECK(roast_agg_set_digest(agg, &k3, i1, 1.0) == ROAST_EFULL);
+    /* A task's value sent with its records adds up, whatever the payloads say. */
+    roast_digest_key k4 = {a, ctx, sp, pf, put(agg, "phase:user"), put(agg, "wall-seconds")};
+    CHECK(roast_agg_add_digest(agg, &k4, 0.25) == ROAST_EFULL); /* the row cap holds */
     CHECK_EQ_U(roast_agg_counters_get(agg)->rows_refused, 1);
+    CHECK(roast_agg_add_digest(agg, &k1, 0.25) == ROAST_OK);
+    CHECK(roast_agg_add_digest(agg, &k1, 0.5) == ROAST_OK);
+    CHECK(roast_agg_digest(agg, &k1, &v));
+    CHECK_EQ_D(v, 7.75);
+    CHECK(roast_agg_set_digest(agg, &k1, i3, 2.0) == ROAST_OK); /* kept under a payload */
+    CHECK(roast_agg_digest(agg, &k1, &v));
+    CHECK_EQ_D(v, 8.75);
+
+    CHECK(roast_agg_set_digest(agg, &k3, i1, 1.0) == ROAST_EFULL);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->rows_refused, 2);
 
     digest_list l = {0};
     CHECK(roast_agg_each_digest(agg, collect_digest, &l) == 0);
     CHECK_EQ_U(l.n, 2);
     CHECK(memcmp(&l.keys[0], &k1, sizeof k1) == 0);
-    CHECK_EQ_D(l.values[0], 7.0);
+    CHECK_EQ_D(l.values[0], 8.75);
     CHECK(memcmp(&l.keys[1], &k2, sizeof k2) == 0);
 
     /* a restored value is kept as the base of any later process */

@@ -1,6 +1,6 @@
 """Type stubs of the native extension roastcoffea._native (built from plugin/ and native/)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from roastcoffea.errors import DecodeError as DecodeError
@@ -49,7 +49,10 @@ class Aggregator:
     ) -> None: ...
     def drain(self) -> int: ...
     def set_span_lookup(
-        self, tasks: Mapping[Any, Any] | None, task_groups: Mapping[Any, Any] | None = None
+        self,
+        tasks: Mapping[Any, Any] | None,
+        task_groups: Mapping[Any, Any] | None = None,
+        runs: dict[Any, str] | None = None,
     ) -> None: ...
     def worker_seen(self, address: str, name: str, now: float) -> None: ...
     def worker_removed(self, address: str, now: float) -> None: ...
@@ -58,6 +61,15 @@ class Aggregator:
         self, address: str, data: bytes, now: float, span: str | None = None
     ) -> bool: ...
     def release_records(self, spans: list[str]) -> int: ...
+    def add_digests(
+        self,
+        address: str,
+        context: str,
+        span: str | None,
+        prefix: str,
+        labels: Sequence[tuple[str, str]],
+        values: Sequence[float],
+    ) -> None: ...
     def ingest(self, address: str, payload: bytes, now: float) -> bool: ...
     def set_span(self, span_id: str, parent: str | None, name: tuple[str, ...]) -> None: ...
     def count_error(self, where: str, n: int = 1) -> None: ...
@@ -81,7 +93,12 @@ class DigestTracker:
     """The worker side: Dask's fine metrics as msgpack payloads for the scheduler."""
 
     def __init__(
-        self, incarnation: str, window: int = 4, *, followed: Iterable[str] = ()
+        self,
+        incarnation: str,
+        window: int = 4,
+        *,
+        followed: Iterable[str] = (),
+        sent_apart: Iterable[str] = (),
     ) -> None: ...
     @property
     def incarnation(self) -> str: ...
@@ -91,6 +108,8 @@ class DigestTracker:
     def window(self) -> int: ...
     @property
     def followed(self) -> tuple[str, ...]: ...
+    @property
+    def sent_apart(self) -> tuple[str, ...]: ...
     def payload(
         self, digests_total: dict[Any, float], changed: dict[Any, float] | None = None
     ) -> bytes: ...

@@ -156,6 +156,11 @@ roast_status roast_agg_worker_beat(roast_agg *agg, roast_id address, roast_id in
 roast_status roast_agg_set_digest(roast_agg *agg, const roast_digest_key *key,
                                   roast_id incarnation, double value);
 
+/* Adds a task's value to a digest that no worker payload reports: the
+ * phases a worker sends with the task's records, once, on its ordered event
+ * stream. It survives the worker (no incarnation replaces it). */
+roast_status roast_agg_add_digest(roast_agg *agg, const roast_digest_key *key, double delta);
+
 roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, roast_id name);
 
 /* Keeps a copy of a record the worker sent once, on its ordered event stream
