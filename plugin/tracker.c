@@ -17,6 +17,10 @@
  * on a list, most recently changed first, so a payload walks only the
  * window's changes.
  *
+ * Activities sent another way (`sent_apart`: the phases, which the worker
+ * sends with each task's records so that a worker's death cannot lose them)
+ * are never in a payload: the scheduler would count them twice.
+ *
  * Entries are found by key in `index` (a dict: key -> the entry's address)
  * and hold a strong reference on their key. Labels are converted to UTF-8
  * once per new key.
@@ -41,7 +45,7 @@ typedef struct tracker_entry {
     uint64_t changed;         /* payload number of the last change */
     struct tracker_entry *newer, *older; /* on the valued list */
     bool fresh;               /* no value seen yet (not on the list) */
-    bool skip;                /* labels with no UTF-8 form: never sent */
+    bool skip;                /* no UTF-8 form, or an activity sent apart: never sent */
     bool polled;              /* not a followed context: read at every payload */
 } tracker_entry;
 
@@ -49,6 +53,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *incarnation; /* str; its UTF-8 is cached by CPython in the object */
     PyObject *followed;    /* tuple: the contexts whose changes come in `changed` */
+    PyObject *sent_apart;  /* tuple of str: activity prefixes never sent in a payload */
     uint64_t seq;          /* payloads made */
     uint64_t window;
     PyObject *index;       /* dict: digests_total key -> int, its entry's address */
@@ -101,17 +106,37 @@ static int entry_labels(PyObject *key, PyObject *labels[NLABELS])
     return 0;
 }
 
+/* Whether an activity label starts with one of the prefixes; -1 with an
+ * exception. */
+static int starts_with_any(PyObject *activity, PyObject *prefixes)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++) {
+        Py_ssize_t hit = PyUnicode_Tailmatch(activity, PyTuple_GET_ITEM(prefixes, i), 0,
+                                             PY_SSIZE_T_MAX, -1);
+        if (hit != 0)
+            return (int)hit;
+    }
+    return 0;
+}
+
 /* A new entry for key, or NULL with an exception. An entry whose labels have
- * no UTF-8 form is marked skip, so the conversion is never retried. */
-static tracker_entry *entry_build(PyObject *key, PyObject *followed)
+ * no UTF-8 form, or whose activity is sent apart, is marked skip, so neither
+ * is looked at again. */
+static tracker_entry *entry_build(PyObject *key, PyObject *followed, PyObject *sent_apart)
 {
     PyObject *labels[NLABELS];
     if (entry_labels(key, labels) < 0)
         return NULL;
+    int apart = PyTuple_GET_SIZE(key) == NLABELS ? starts_with_any(labels[3], sent_apart) : 0;
+    if (apart < 0) {
+        for (int i = 0; i < NLABELS; i++)
+            Py_DECREF(labels[i]);
+        return NULL;
+    }
     const char *utf8[NLABELS];
     Py_ssize_t len[NLABELS];
     size_t total = 0;
-    bool skip = false;
+    bool skip = apart > 0;
     for (int i = 0; i < NLABELS; i++) {
         if (!(utf8[i] = PyUnicode_AsUTF8AndSize(labels[i], &len[i]))) {
             PyErr_Clear();
@@ -214,7 +239,7 @@ static tracker_entry *entry_get(DigestTracker *self, PyObject *key, bool *built)
     if (e || PyErr_Occurred())
         return e;
     Py_INCREF(key); /* str() may change the dict that holds it */
-    e = entry_build(key, self->followed);
+    e = entry_build(key, self->followed, self->sent_apart);
     tracker_entry *again = e ? entry_find(self, key) : NULL; /* built meanwhile? */
     if (e && (again || PyErr_Occurred() || entry_add(self, key, e) < 0)) {
         entry_free(e);
@@ -482,16 +507,17 @@ static void tracker_dealloc(PyObject *op)
     entries_clear(self);
     Py_XDECREF(self->incarnation);
     Py_XDECREF(self->followed);
+    Py_XDECREF(self->sent_apart);
     Py_TYPE(op)->tp_free(op);
 }
 
 static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"incarnation", "window", "followed", NULL};
-    PyObject *incarnation, *followed = NULL;
+    static char *kwlist[] = {"incarnation", "window", "followed", "sent_apart", NULL};
+    PyObject *incarnation, *followed = NULL, *sent_apart = NULL;
     Py_ssize_t window = 4;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|n$O:DigestTracker", kwlist, &incarnation,
-                                     &window, &followed))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|n$OO:DigestTracker", kwlist, &incarnation,
+                                     &window, &followed, &sent_apart))
         return NULL;
     if (window < 1) {
         PyErr_SetString(PyExc_ValueError, "window must be >= 1");
@@ -499,17 +525,31 @@ static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (!PyUnicode_AsUTF8AndSize(incarnation, NULL))
         return NULL;
-    followed = followed ? PySequence_Tuple(followed) : PyTuple_New(0);
-    if (!followed)
+    sent_apart = sent_apart ? PySequence_Tuple(sent_apart) : PyTuple_New(0);
+    if (!sent_apart)
         return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sent_apart); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(sent_apart, i))) {
+            Py_DECREF(sent_apart);
+            PyErr_SetString(PyExc_TypeError, "sent_apart must hold str activity prefixes");
+            return NULL;
+        }
+    }
+    followed = followed ? PySequence_Tuple(followed) : PyTuple_New(0);
+    if (!followed) {
+        Py_DECREF(sent_apart);
+        return NULL;
+    }
     DigestTracker *self = (DigestTracker *)type->tp_alloc(type, 0);
     if (!self || !(self->index = PyDict_New())) {
         Py_XDECREF(self);
         Py_DECREF(followed);
+        Py_DECREF(sent_apart);
         return NULL;
     }
     self->incarnation = Py_NewRef(incarnation);
     self->followed = followed;
+    self->sent_apart = sent_apart;
     self->window = (uint64_t)window;
     return (PyObject *)self;
 }
@@ -561,6 +601,8 @@ static PyMemberDef tracker_members[] = {
     {"seq", T_ULONGLONG, offsetof(DigestTracker, seq), READONLY, "Payloads made so far."},
     {"followed", T_OBJECT_EX, offsetof(DigestTracker, followed), READONLY,
      "The contexts whose changes a payload takes from `changed` (a tuple)."},
+    {"sent_apart", T_OBJECT_EX, offsetof(DigestTracker, sent_apart), READONLY,
+     "Prefixes of the activities never sent in a payload (a tuple)."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -569,7 +611,7 @@ PyTypeObject roastpy_DigestTrackerType = {
     .tp_name = "roastcoffea._native.DigestTracker",
     .tp_basicsize = sizeof(DigestTracker),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "DigestTracker(incarnation: str, window: int = 4, *, followed=())"
+    .tp_doc = "DigestTracker(incarnation: str, window: int = 4, *, followed=(), sent_apart=())"
               "\n\nThe worker side: diffs Worker.digests_total into heartbeat payloads.",
     .tp_new = tracker_new,
     .tp_dealloc = tracker_dealloc,

@@ -12,6 +12,7 @@ import logging
 import math
 import sys
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ from typing import Any
 import cloudpickle
 import pytest
 from distributed import Client, get_worker
-from roast_testing import SUMMARY_TABLES, keys, run_in_threads, wait_for
+from roast_testing import (
+    SUMMARY_TABLES,
+    dask_span_metrics,
+    keys,
+    mismatches,
+    run_in_threads,
+    wait_for,
+)
 
 from roastcoffea import MetricsCollector, _native, load_measurement, save_measurement
 from roastcoffea.demo.tasks import nap
@@ -208,6 +216,45 @@ def test_concurrent_collectors_from_two_threads(client: Client) -> None:
         mc.set_coffea_report(REPORT)
         assert set(mc.get_metrics()["per_prefix"]) == {prefix}
         assert mc.get_metrics()["per_prefix"][prefix]["tasks"] == 8
+
+
+def shared_group_nap(seconds: float) -> float:
+    """A task function both threads below map: one task group for both runs."""
+    time.sleep(seconds)
+    return seconds
+
+
+def test_concurrent_collectors_sharing_a_task_group_count_their_own(client: Client) -> None:
+    """Dask files every task of a group under the span of its first task; the run
+    annotation puts each collector's tasks back in its own span, Dask's totals too."""
+    both_inside = threading.Barrier(2, timeout=30)
+    seen: dict[int, MetricsCollector] = {}
+    failures: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with MetricsCollector(client, live=False) as mc:
+                both_inside.wait()
+                client.gather(client.map(shared_group_nap, [0.02] * n, pure=False))
+                both_inside.wait()
+            seen[n] = mc
+        except BaseException as exc:
+            failures.append(exc)
+
+    run_in_threads(work, (5, 9))
+    assert failures == []
+    for n, mc in seen.items():
+        mc.set_coffea_report(REPORT)
+        assert mc.get_metrics()["per_prefix"]["shared_group_nap"]["tasks"] == n
+        assert mc.get_metrics()["per_prefix"]["shared_group_nap"]["compute_s"] >= n * 0.02
+        # Dask's own span totals of the run, which arrive with the workers' heartbeats
+        ours = {k: v for k, v in mc.span_metrics.items() if k[1] == "shared_group_nap"}
+        theirs = wait_for(
+            lambda mc=mc: dask_span_metrics(client, mc.span_id),
+            lambda t, ours=ours: not mismatches(ours, t),
+            timeout=20,
+        )
+        assert ours and mismatches(ours, theirs) == {}
 
 
 def test_extract_metrics_from_output_merges_old_records(client: Client, caplog: Any) -> None:

@@ -9,7 +9,9 @@ the processor tasks finished (the scheduler's transition log).
 
 from __future__ import annotations
 
+import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -26,6 +28,7 @@ from coffea import processor
 from distributed import Client
 from distributed.utils import open_port
 from measured_run import CHUNKSIZE, cms_fileset, dask_runner
+from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector, track_metrics
 
@@ -168,3 +171,38 @@ def test_a_cluster_scaled_down_mid_run_counts_each_chunk_once(
     assert_counts_once(metrics, report, finished_processor_tasks(client, "KillOnce"))
     assert len(metrics["retired_workers"]) == 1  # asked to leave: neither lost nor restarted
     assert metrics["lost_workers"] == metrics["restarted_workers"] == []
+
+
+def stop_heartbeats(dask_worker: Any) -> int:
+    """Stop the worker's heartbeats; return its process id."""
+    dask_worker.periodic_callbacks["heartbeat"].stop()
+    return os.getpid()
+
+
+def test_a_worker_killed_after_its_last_result_keeps_every_tasks_phases(
+    kill_cluster: tuple[Any, Client], cms_data: Path
+) -> None:
+    """Nothing of the worker's reaches the scheduler but its event stream (no heartbeat,
+    and the exit's flush finds it dead): each task's phases ride with its records."""
+    _, client = kill_cluster
+    ((address, pid),) = client.run(stop_heartbeats).items()
+    worker_id = client.scheduler_info()["workers"][address]["id"]
+
+    def the_killed_process_is_gone(workers: dict[str, Any]) -> bool:
+        return workers.get(address, {}).get("id") != worker_id
+
+    runner = dask_runner(client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with MetricsCollector(client, live=False) as collector:
+            _, report = runner(cms_fileset(cms_data), KillOnce(None), treename="Events")
+            collector.set_coffea_report(report)
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: client.scheduler_info()["workers"], the_killed_process_is_gone, 60)
+    metrics = collector.get_metrics()
+    assert metrics["num_chunks"] == report["chunks"]
+    assert metrics["phase_tasks"] == report["chunks"]
+    phases = metrics["raw_phase_records"]
+    for phase, seconds in metrics["phase_wall_seconds"].items():
+        assert seconds == pytest.approx(math.fsum(r["wall"][phase] or 0.0 for r in phases))
+    assert [w["address"] for w in metrics["lost_workers"]] == [address]

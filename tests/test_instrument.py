@@ -38,10 +38,12 @@ from roastcoffea.instrument import (
 )
 from roastcoffea.plugin.worker import holds_work_item
 from roastcoffea.records import (
+    decode_record,
     decode_records,
     drain_local_records,
     encode_record,
     local_record_stats,
+    lost_record,
     queue_local,
     records_for_spans,
 )
@@ -451,12 +453,18 @@ def test_records_for_spans_selects_by_kind() -> None:
         {"kind": "prefix", "v": 1, "span": "b", "prefix": "Q"},
         {"kind": "phases", "v": 1, "span": "b", "n": 4},
         {"kind": "chunk", "v": 1, "span": None, "n": 3},
+        lost_record("chunk", "field 'dataset' is not encodable", "w", "a"),
+        lost_record("chunk", "field 'dataset' is not encodable", "w", "a"),
+        lost_record("phases", "the worker plugin failed", "w", "b"),
     ]
-    chunks, prefixes, phases = records_for_spans(records, {"a"})
+    chunks, prefixes, phases, lost = records_for_spans(records, {"a"})
     assert [c["n"] for c in chunks] == [1] and prefixes == {"P"} and phases == []
-    chunks, prefixes, phases = records_for_spans(records, {"a", "b"})
+    assert lost == {"chunk: field 'dataset' is not encodable": 2}
+    chunks, prefixes, phases, lost = records_for_spans(records, {"a", "b"})
     assert [c["n"] for c in chunks] == [1, 2] and prefixes == {"P", "Q"}
     assert [p["n"] for p in phases] == [4]
+    assert lost["phases: the worker plugin failed"] == 1
+    assert decode_record(encode_record(lost_record("nope", "x", None, None)))["lost"] == "unknown"
 
 
 def test_drain_takes_only_the_requested_spans() -> None:

@@ -214,3 +214,20 @@ def test_payloads_from_changes_equal_payloads_from_scans() -> None:
         expected = decode_payload(scanning.payload(d))
         got = decode_payload(following.payload(d, changed))
         assert got == expected, beat
+
+
+def test_activities_sent_apart_are_never_in_a_payload() -> None:
+    """The phases travel with each task's records: a payload carrying them too would
+    make the scheduler count them twice."""
+    phase = ("execute", "span-a", "inc", "phase:user", "wall-seconds")
+    codec = ("execute", "span-a", "inc", "decompress:ZLIB", "bytes")
+    dask_own = ("execute", "span-a", "inc", "decompress", "seconds")  # spill, Dask's
+    tracker = DigestTracker("inc-1", sent_apart=("phase:", "phase-", "decompress:"))
+    assert tracker.sent_apart == ("phase:", "phase-", "decompress:")
+    d: dict[Any, Any] = {CPU: 1.0, phase: 2.0, codec: 3.0, dask_own: 0.5, NET: 1}
+    assert payload(tracker, d)["digests"] == {CPU: 1.0, dask_own: 0.5, NET5: 1.0}
+    d[phase] = 4.0
+    assert phase not in payload(tracker, d)["digests"]
+    assert set(decode_payload(tracker.full_payload(d))["digests"]) == {CPU, dask_own, NET5}
+    with pytest.raises(TypeError, match="sent_apart"):
+        DigestTracker("inc-1", sent_apart=(1,))

@@ -165,7 +165,8 @@ def test_payloads_follow_dasks_changes_instead_of_scanning(roast: Client) -> Non
 
 
 def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[Any]:
-    """Sum a phase digest per value and read the heartbeat payload that files it."""
+    """Sum a phase digest per value, read the heartbeat payload that files it and
+    the worker's own total: ``[(in the payload, in digests_total), ...]``."""
     from roastcoffea import _native
     from roastcoffea.plugin.phases import digest_labels
 
@@ -177,16 +178,18 @@ def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[An
     seen = []
     for value in values:
         plugin._sum_phases((span_id, "summed"), (layout, [value] * len(labels)))
-        seen.append(_native.decode_payload(plugin._payload(dask_worker))["digests"].get(key))
+        payload = _native.decode_payload(plugin._payload(dask_worker))["digests"]
+        seen.append((payload.get(key), dask_worker.digests_total.get(key)))
     return seen
 
 
-def test_each_heartbeat_payload_carries_the_phase_sums_it_files(make_cluster: Any) -> None:
-    # The sums are filed after Dask swapped the heartbeat's changed keys: the
-    # payload must read them all the same, the first time and every time after.
+def test_payloads_leave_the_phases_to_the_records_and_dask_files_them(make_cluster: Any) -> None:
+    # The phases reach the scheduler with each task's records (a worker's death before
+    # its next heartbeat cannot lose them): a payload carrying them too would count
+    # them twice. Dask's own totals still get them, filed at each heartbeat.
     _, client = make_cluster(n_workers=1)
     client.register_plugin(RoastPlugin())
     with distributed.span("summed") as span_id:  # a span the scheduler knows
         client.submit(nap, 0.0, pure=False).result()
     seen = client.run(file_and_pay, span_id=span_id, values=[1.5, 2.0, 0.25])
-    assert list(seen.values()) == [[1.5, 3.5, 3.75]]
+    assert list(seen.values()) == [[(None, 1.5), (None, 3.5), (None, 3.75)]]

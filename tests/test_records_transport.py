@@ -8,8 +8,10 @@ report) and from uproot's own basket API, never from our code.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from distributed import Client
 
 from roastcoffea import (
     BaseInstrumentationContext,
+    MetricsCollector,
     RoastPlugin,
     track_bytes,
     track_memory,
@@ -133,8 +136,8 @@ def span_records(client: Client, span_id: str) -> tuple[list[dict], set[str]]:
     snap = snapshot(client, span_id=span_id)
     records = decode_records(snap["records"])
     assert records.skipped == 0, records.reasons
-    chunks, prefixes, _ = records_for_spans(records, {span_id})
-    return chunks, prefixes
+    selected = records_for_spans(records, {span_id})
+    return selected.chunks, selected.prefixes
 
 
 @pytest.mark.parametrize(
@@ -331,3 +334,51 @@ def test_chunk_times_use_the_clock_offset_of_their_task(make_cluster: Any, cms_d
     _, client = make_cluster(n_workers=1)
     client.register_plugin(RoastPlugin())
     assert_two_chunks_inside_their_tasks(client, cms_data, ClockShiftingProcessor())
+
+
+def hand_off_a_chunk_of_no_running_task(marker: str) -> None:
+    """On a worker: give the plugin a chunk record whose task is not running (already gone)."""
+    plugin = distributed.get_worker().plugins["roastcoffea"]
+    record = {"kind": "chunk", "v": 1, "dataset": marker, "num_events": 10, "t_start": 1.0}
+    plugin.add_chunk("a-task-that-is-not-running", record)
+
+
+def test_a_chunk_of_a_task_that_is_not_running_is_sent(roast: Client) -> None:
+    marker = f"not-running-{uuid.uuid4()}"
+    roast.submit(hand_off_a_chunk_of_no_running_task, marker, pure=False).result()
+    records = decode_records(snapshot(roast)["records"])
+    (chunk,) = [r for r in records if r.get("dataset") == marker]
+    assert chunk["task_key"] == "a-task-that-is-not-running" and chunk["span"] is None
+    assert chunk["task_duration"] is None
+    assert chunk["unavailable"]["task_duration"] == "the task's end was not observed on the worker"
+
+
+def test_a_chunk_that_does_not_encode_is_counted_with_its_reason(
+    roast: Client, cms_data: Path
+) -> None:
+    # coffea's preprocessing hashes dataset names as ASCII: name the work item afterwards.
+    lone = "lone\ud800surrogate"
+    files = {
+        "normal": {"files": {str(cms_data / "nano_dy.root"): "Events"}},
+        "other": {"files": {str(cms_data / "nano_dimuon.root"): "Events"}},
+    }
+    run = processor.Runner(
+        executor=processor.DaskExecutor(client=roast, status=False, retries=0),
+        schema=NanoAODSchema,
+        savemetrics=True,
+    )
+    items = [
+        item if item.dataset == "normal" else dataclasses.replace(item, dataset=lone)
+        for item in run.preprocess(files, treename="Events")
+    ]
+    with MetricsCollector(roast, live=False) as mc:
+        output, report = run(items, TrackedProcessor(), treename="Events")
+        mc.set_coffea_report(report)
+    assert report["chunks"] == 2 and report["entries"] == 80
+    assert len(output["muons"]) == 2
+    metrics = mc.get_metrics()
+    assert metrics["num_chunks"] == 1 and set(metrics["per_dataset"]) == {"normal"}
+    # the chunk's record and its phase record both name the dataset
+    reason = "field 'dataset' is not encodable (UnicodeEncodeError)"
+    assert metrics["monitoring"]["records_lost"] == {f"chunk: {reason}": 1, f"phases: {reason}": 1}
+    assert metrics["phase_tasks"] == 2  # the phases' digests do not name the dataset

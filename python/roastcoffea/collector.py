@@ -18,20 +18,16 @@ computed from these, lazily, whenever an input changed (a report set, records
 extracted from an output), so the order of the calls does not matter.
 
 Which work is "its own": every task submitted from the thread that entered the
-collector while the block runs carries the span (``dask.annotate`` keeps
-annotations in a ``contextvars.ContextVar``, so another thread's submissions
-are not tagged). Dask attaches spans per *task group* (the task key's name
-before its token, e.g. the processor class or coffea's ``reduce``), and a task
-whose group already belongs to a span joins that span, whatever span it was
-submitted in. So at entry the collector has the plugin detach every finished
-task group from its span (``RoastPlugin.release_finished_groups``): a second
-collector sees its own tasks even while the first block's futures are held.
-Collectors in sequence are therefore exact; collectors running at the same time
-from two threads are exact when their runs do not share a task group while both
-are running (e.g. different processor classes and no concurrent tree
-reduction), and otherwise the shared groups count for the collector that
-submitted them first. The worker time series are cluster-wide and cover each collector's time
-window.
+collector while the block runs carries the span and the run's annotation
+(``dask.annotate`` keeps annotations in a ``contextvars.ContextVar``, so another
+thread's submissions are not tagged; :func:`roastcoffea.plugin.run_span`). Dask
+attaches spans per *task group* (the task key's name before its token, e.g. the
+processor class or coffea's ``reduce``), and a task whose group already belongs
+to another span joins it; the plugin puts such tasks back into the run that
+submitted them (``roastcoffea.plugin._runs``). So collectors in sequence or at
+the same time, from threads or from other clients, each count their own tasks,
+chunks and phases, whatever their processor classes. The worker time series are
+cluster-wide and cover each collector's time window.
 """
 
 from __future__ import annotations
@@ -53,9 +49,15 @@ from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.fine import SPAN_CONTEXTS
-from roastcoffea.plugin import LiveFeed
+from roastcoffea.plugin import LiveFeed, run_span
 from roastcoffea.plugin.scheduler import check_interval
-from roastcoffea.plugin.session import WINDOW_PAD, check_reachable, finish_session, open_session
+from roastcoffea.plugin.session import (
+    WINDOW_PAD,
+    ExitDeadline,
+    check_reachable,
+    finish_session,
+    open_session,
+)
 from roastcoffea.records import decode_records, drain_local_records, records_for_spans
 from roastcoffea.report.live import LiveView, is_terminal
 from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
@@ -130,8 +132,9 @@ class MetricsCollector(AbstractContextManager):
         Sampler interval in seconds, used when this collector registers the
         plugin (an already registered plugin keeps its own; the collector
         notes it in ``metrics["monitoring"]["notes"]``). Default the setting
-        ``roastcoffea.interval`` (1 s); the exit's timeouts are the settings
-        ``roastcoffea.flush-timeout`` and ``roastcoffea.probe-timeout``.
+        ``roastcoffea.interval`` (1 s). The exit waits at most the settings
+        ``roastcoffea.probe-timeout`` + ``roastcoffea.flush-timeout`` (15 s) for
+        the scheduler, whatever the fault, and says what was lost.
     processor_instance : coffea ProcessorABC, optional
         Not needed: processor tasks are found from what ran on the workers.
         Its class name is used only when no processor task was detected and
@@ -221,6 +224,7 @@ class MetricsCollector(AbstractContextManager):
         self._flush_seconds: float | None = None
         self._exit_seconds: float | None = None
         self._records_skipped = 0
+        self._records_lost: dict[str, int] = {}
         self._metrics: dict[str, Any] | None = None
         self._metrics_error: str | None = None
         self._tracking: dict[str, Any] | None = None
@@ -279,7 +283,7 @@ class MetricsCollector(AbstractContextManager):
         self._window = (min(self.t_start, sched_time or self.t_start) - WINDOW_PAD, 0.0)
 
     def _enter_span(self) -> None:
-        self._span_cm = distributed.span(SPAN_NAME)
+        self._span_cm = run_span(self.client, SPAN_NAME)
         self.span_id = self._span_cm.__enter__()
         self.span_info = {"name": SPAN_NAME, "id": self.span_id, "context": self._span_cm}
 
@@ -362,10 +366,10 @@ class MetricsCollector(AbstractContextManager):
         """Sample, flush and snapshot in one scheduler call."""
         assert self.span_id is not None
         t_from, t_to = self._window
-        check_reachable(self.client, config.seconds("probe-timeout"))
-        timeout = config.seconds("flush-timeout")
+        deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
+        check_reachable(self.client, deadline)
         reply = finish_session(
-            self.client, self.span_id, SPAN_NAME, (t_from, t_to), timeout, self.notes
+            self.client, self.span_id, SPAN_NAME, (t_from, t_to), deadline, self.notes
         )
         self._window = (t_from, reply["t_to"])
         self._flush_seconds = reply["flush_seconds"]
@@ -390,6 +394,7 @@ class MetricsCollector(AbstractContextManager):
         self.chunk_metrics = selected.chunks + self.chunk_metrics
         self.phase_records = selected.phases
         self.detected_prefixes = selected.prefixes
+        self._records_lost = selected.lost
 
     def _compute_span_metrics(self) -> None:
         assert self.snapshot is not None
@@ -553,6 +558,7 @@ class MetricsCollector(AbstractContextManager):
             len(self.snapshot_bytes) if self.snapshot_bytes is not None else None
         )
         monitoring["records_skipped"] = self._records_skipped
+        monitoring["records_lost"] = dict(self._records_lost)
         monitoring["plugin_interval"] = self.plugin_interval
         if self.live_view is not None:
             monitoring["live_deltas"] = self.live_view.deltas

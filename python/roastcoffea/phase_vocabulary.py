@@ -27,6 +27,10 @@ WALL, CPU, BYTES, COMPRESSED, COUNT = (
 )
 
 
+#: What every activity of the phase clock starts with, and no activity of Dask's.
+ACTIVITY_PREFIXES = ("phase:", "phase-", "decompress:")
+
+
 def is_phase_activity(activity: str) -> bool:
     """Whether a digest activity is the phase clock's (it has its own views), not Dask's."""
-    return activity.startswith(("phase:", "phase-", "decompress:"))
+    return activity.startswith(ACTIVITY_PREFIXES)

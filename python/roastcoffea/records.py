@@ -104,6 +104,11 @@ when coffea's compression is off), ``read_bytes`` and ``codecs``
 (``{codec: [wall, cpu, bytes in, bytes out]}``). docs/metrics.md, "Processor
 phases", says what each phase covers.
 
+Lost record (``kind="lost"``, ``v=1``): sent by the worker plugin in place of a
+record it could not send (``reason``: the record did not encode, or the plugin
+failed while taking it): ``lost`` (the kind of the record lost), ``reason``,
+``worker, span``. A collector counts them per reason (``monitoring.records_lost``).
+
 When ``process()`` runs where no roastcoffea worker plugin is reachable (for
 example coffea's iterative or futures executor in the client process), the
 records go to a bounded store in that process instead; a collector takes its
@@ -127,7 +132,7 @@ from roastcoffea.errors import DecodeError
 RECORD_VERSION = 1
 
 #: Record kinds this module knows.
-KINDS = ("chunk", "prefix", "phases")
+KINDS = ("chunk", "prefix", "phases", "lost")
 
 #: Bytes of encoded records the process-local store holds at most.
 LOCAL_RECORD_CAP_BYTES = 16 << 20
@@ -323,12 +328,28 @@ def decode_records(snapshot_records: Iterable[Any]) -> RecordList:
     return out
 
 
+def lost_record(kind: Any, reason: str, worker: Any, span: Any) -> dict[str, Any]:
+    """The record sent in place of a record of ``kind`` that could not be sent.
+
+    Only str or None values from the plugin itself, so it always encodes.
+    """
+    return {
+        "kind": "lost",
+        "v": RECORD_VERSION,
+        "lost": kind if kind in KINDS else "unknown",
+        "reason": reason,
+        "worker": worker if isinstance(worker, str) else None,
+        "span": span if isinstance(span, str) else None,
+    }
+
+
 class SpanRecords(NamedTuple):
     """The records of some spans, by kind (see :func:`records_for_spans`)."""
 
     chunks: list[dict[str, Any]]
     prefixes: set[str]
     phases: list[dict[str, Any]]
+    lost: dict[str, int]
 
 
 def records_for_spans(records: Iterable[dict[str, Any]], span_ids: set[str]) -> SpanRecords:
@@ -348,9 +369,10 @@ def records_for_spans(records: Iterable[dict[str, Any]], span_ids: set[str]) -> 
         order; ``prefixes``: the ``prefix`` of every prefix record there (the
         task prefixes that ran coffea work items; chunk records' own
         ``prefix`` values are not included); ``phases``: the phase records
-        there, in input order.
+        there, in input order; ``lost``: ``{"<kind>: <reason>": count}`` of the
+        records the workers could not send (lost records).
     """
-    selected = SpanRecords([], set(), [])
+    selected = SpanRecords([], set(), [], {})
     for record in records:
         if record.get("span") not in span_ids:
             continue
@@ -361,6 +383,9 @@ def records_for_spans(records: Iterable[dict[str, Any]], span_ids: set[str]) -> 
             selected.phases.append(record)
         elif kind == "prefix" and isinstance(record.get("prefix"), str):
             selected.prefixes.add(record["prefix"])
+        elif kind == "lost":
+            what = f"{record.get('lost')}: {record.get('reason')}"
+            selected.lost[what] = selected.lost.get(what, 0) + 1
     return selected
 
 

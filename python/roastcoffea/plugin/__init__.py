@@ -3,7 +3,8 @@
 Only this package touches Dask internals. :class:`RoastPlugin` runs on the
 scheduler and installs :class:`RoastWorkerPlugin` on every worker; the
 functions :func:`snapshot`, :func:`flush` and :func:`stop` talk to it from a
-client, :class:`LiveFeed` receives its live deltas, and
+client, :class:`LiveFeed` receives its live deltas, :func:`run_span` opens a run's
+span, and
 :mod:`roastcoffea.plugin.session` is a collector's entry and exit.
 
 The names are imported on first use: a worker unpickling its plugin loads
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from roastcoffea.plugin.client import LiveFeed, flush, snapshot, stop
+    from roastcoffea.plugin.run import run_span
     from roastcoffea.plugin.scheduler import RoastPlugin
     from roastcoffea.plugin.worker import RoastWorkerPlugin
 
@@ -30,6 +32,7 @@ _LAZY = {
     "stop": "roastcoffea.plugin.client",
     "RoastPlugin": "roastcoffea.plugin.scheduler",
     "RoastWorkerPlugin": "roastcoffea.plugin.worker",
+    "run_span": "roastcoffea.plugin.run",
 }
 
 
@@ -51,6 +54,7 @@ __all__ = [
     "RoastPlugin",
     "RoastWorkerPlugin",
     "flush",
+    "run_span",
     "snapshot",
     "stop",
 ]

@@ -21,6 +21,12 @@ RECORDS_TOPIC = "roastcoffea-records"
 #: Event topic of a worker's full state sent as it closes: what its last heartbeat missed.
 FINAL_STATE_TOPIC = "roastcoffea-final-state"
 
+#: Task annotation a collector puts on every task of its block: its span id
+#: (roastcoffea.plugin._runs).
+RUN_ANNOTATION = "roastcoffea-run"
+#: Task annotation the scheduler puts on a task it placed in its run's span: that span id.
+PLACED_ANNOTATION = "roastcoffea-placed"
+
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
 COLUMNS: tuple[str, ...] = _native.SERIES_COLUMNS
 

@@ -7,12 +7,13 @@ hooked call returned:
 * ``other`` becomes what the other phases leave of the time since Dask started
   the task (``thread_state.start_time``, the clock of the task's ``startstops``),
   so the phases of a task add up to its compute time by construction;
-* each phase goes to Dask's fine performance metrics under the task's
-  ``("execute", span, prefix, activity, unit)`` in ``Worker.digests_total``,
-  which the worker plugin already carries per worker, prefix and span. The worker
-  plugin sums them per span and prefix when the task ends, on the event loop, and
-  files the sums with ``Worker.digest_metric`` before each heartbeat payload; a
-  task whose record the plugin does not hold sends them through
+* the phases become digests under the task's ``("execute", span, prefix,
+  activity, unit)``, which the worker plugin sends with the task's records when
+  it ends (the scheduler adds them to its digest table: a result the scheduler
+  knows of always has its phases counted, whatever happens to the worker later);
+  the plugin also sums them per span and prefix and files the sums with
+  ``Worker.digest_metric`` before each heartbeat payload, for Dask's own span
+  totals (the payloads leave them out). Without the plugin they go through
   ``context_meter.digest_metric``, which Dask files when the task ends. The units
   are not ``"seconds"``, so Dask's own ``thread-cpu`` and ``thread-noncpu`` of the
   task stay exactly what they were;

@@ -27,14 +27,16 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
 from roastcoffea import _native, config
-from roastcoffea.plugin._compat import register_worker_plugin, spans_extension
+from roastcoffea.plugin._compat import register_worker_plugin
 from roastcoffea.plugin._loader import dumps_by_value
+from roastcoffea.plugin._runs import RunPlacement
 from roastcoffea.plugin._workers import (
     FINAL_STATE_TOPIC,
     PLUGIN_NAME,
     RECORDS_TOPIC,
     Unmonitored,
 )
+from roastcoffea.plugin.phases import digest_labels
 from roastcoffea.plugin.prometheus import PrometheusExport, available, start_export, stop_export
 from roastcoffea.plugin.sampler import Sampler
 from roastcoffea.records import decode_record, read_chunk_totals
@@ -194,6 +196,7 @@ class RoastPlugin(SchedulerPlugin):
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
+        self.placement: RunPlacement | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Only the configuration travels: the aggregator and the bound C method
@@ -256,7 +259,8 @@ class RoastPlugin(SchedulerPlugin):
             series_cap_bytes=self.series_cap_bytes,
             started=time(),
         )
-        self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups)
+        self.placement = RunPlacement(scheduler, self._count_error)
+        self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups, self.placement.runs)
         self.sampler = Sampler(scheduler, self.aggregator, self.interval, live=self.live)
         now = time()
         for address, ws in list(scheduler.workers.items()):
@@ -352,6 +356,8 @@ class RoastPlugin(SchedulerPlugin):
                 self.aggregator.add_record(worker, item, now, span)
             else:
                 self._count_error("record_not_bytes")
+        for entry in msg.get("phases", ()):
+            self._add_phases(worker, entry)
         live = self._running.live
         if live is not None and not live.listening:
             live = None
@@ -375,30 +381,30 @@ class RoastPlugin(SchedulerPlugin):
             except ValueError:
                 self._count_error("record_decode")
 
-    def release_finished_groups(self) -> int:
-        """Detach every finished task group from its span; returns how many.
+    def _add_phases(self, worker: str, entry: Any) -> None:
+        """Add a task's phase digests, sent with its records, to the digest table.
 
-        Dask puts a new task into the span of its task group when the group
-        already has one, whatever span it was submitted in: tasks of
-        ``client.map(f, ...)`` in a second collector's block would join the
-        first block's span while the first block's futures are held. A
-        collector calls this when it opens its block, so that new tasks of a
-        group whose tasks are all finished join the span they are submitted
-        in. Groups with tasks still waiting or running keep their span (a
-        collector running at the same time loses nothing). Must run on the
-        scheduler's event loop.
+        ``entry`` is ``[span, prefix, output measured, [codec, ...], [value, ...]]``
+        (the worker's ``_phases_entry``); the values are labelled as
+        :func:`~roastcoffea.plugin.phases.digest_labels` says. Counted when malformed.
         """
-        spans = spans_extension(self.scheduler)
-        released = 0
-        for group in list(self.scheduler.task_groups.values()):
-            if group.span_id is None or not group.done:
-                continue
-            span = spans.spans.get(group.span_id) if spans is not None else None
-            if span is not None:
-                span.groups.discard(group)
-            group.span_id = None
-            released += 1
-        return released
+        try:
+            span, prefix, output_measured, codecs, values = entry
+            labels = digest_labels((bool(output_measured), tuple(codecs)))
+            self.aggregator.add_digests(worker, "execute", span, prefix, labels, values)
+        except (TypeError, ValueError):
+            self._count_error("phase_digests")
+
+    def update_graph(self, scheduler: Any, *, annotations: Any = None, **kwargs: Any) -> None:
+        """Place a run's new tasks that Dask grouped under another span (Dask hook).
+
+        Runs after Dask gave the new tasks their spans and before it sends them to
+        workers (:mod:`roastcoffea.plugin._runs`). Never raises.
+        """
+        if self.placement is None or not annotations:
+            return
+        with self._guard("update_graph"):
+            self.placement.place(annotations)
 
     def tick(self) -> None:
         """Run one sampler pass now (the body of the periodic callback).
@@ -527,6 +533,7 @@ class RoastPlugin(SchedulerPlugin):
         # Deleting the instance attribute brings back SchedulerPlugin.transition,
         # which does nothing.
         self.__dict__.pop("transition", None)
+        self.placement = None
         if self.export is not None:
             stop_export(self.export)
         if self.sampler is not None:

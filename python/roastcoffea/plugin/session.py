@@ -45,14 +45,6 @@ def _scheduler_clock(dask_scheduler: Any) -> float:
     return dask_time()
 
 
-def _scheduler_open(dask_scheduler: Any) -> dict[str, Any] | None:
-    """Run on the scheduler at a collector's entry: free finished task groups, then tick."""
-    plugin = _running_plugin(dask_scheduler)
-    if plugin is not None:
-        plugin.release_finished_groups()
-    return _scheduler_tick(dask_scheduler)
-
-
 async def _scheduler_finish(
     dask_scheduler: Any, span_id: str, t_from: float, t_to: float, timeout: float, tag: str
 ) -> dict[str, Any] | None:
@@ -76,7 +68,7 @@ async def _scheduler_finish(
 
 
 def open_session(client: Any, interval: float, notes: list[str]) -> dict[str, Any] | None:
-    """Make sure a RoastPlugin runs; free finished task groups and sample once.
+    """Make sure a RoastPlugin runs, and sample once.
 
     Parameters
     ----------
@@ -99,7 +91,7 @@ def open_session(client: Any, interval: float, notes: list[str]) -> dict[str, An
         When the plugin was registered but does not run.
     """
     try:
-        info = client.run_on_scheduler(_scheduler_open)
+        info = client.run_on_scheduler(_scheduler_tick)
     except Exception as exc:
         # e.g. distributed.scheduler.pickle disabled: registration still works.
         notes.append(f"could not inspect the scheduler ({type(exc).__name__}: {exc})")
@@ -107,38 +99,89 @@ def open_session(client: Any, interval: float, notes: list[str]) -> dict[str, An
         return None
     if info is None:
         client.register_plugin(RoastPlugin(interval))
-        info = client.run_on_scheduler(_scheduler_open)
+        info = client.run_on_scheduler(_scheduler_tick)
     if info is None:
         raise RuntimeError("RoastPlugin registered but not running on the scheduler")
     return info
 
 
-def check_reachable(client: Any, timeout: float) -> None:
+class ExitDeadline:
+    """The time a collector's exit may spend waiting for the scheduler, shared by its calls.
+
+    The probe may take ``probe`` seconds; the probe and the flush together
+    ``probe + flush``. However the scheduler fails (gone before the exit, killed
+    during the flush, a connection that hangs), the exit's calls return within
+    that time: each runs in a thread of its own, and a call that has not answered
+    is left behind (it ends when Dask's own timeout ends it).
+
+    Parameters
+    ----------
+    probe : float
+        Seconds the first call, which only checks that the scheduler answers, may take.
+    flush : float
+        Seconds the flush waits for each worker.
+    """
+
+    def __init__(self, probe: float, flush: float) -> None:
+        self.probe = probe
+        self.flush = flush
+        self.total = probe + flush
+        self._end = time.monotonic() + self.total
+
+    def remaining(self) -> float:
+        """Seconds left, at least 0."""
+        return max(self._end - time.monotonic(), 0.0)
+
+
+def _call_within(seconds: float, what: str, call: Any) -> Any:
+    """``call()`` in a thread of its own; its result, or its exception, within ``seconds``.
+
+    Raises
+    ------
+    RuntimeError
+        When ``call`` has not returned in time (it is left running).
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller as is
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="roastcoffea-exit", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        raise RuntimeError(
+            f"the scheduler did not answer {what} within {seconds:.3g} s (is it gone?): "
+            "no snapshot of the block"
+        )
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def check_reachable(client: Any, deadline: ExitDeadline) -> None:
     """Raise, saying why, when the scheduler cannot answer the exit's calls.
 
     A closed client has no scheduler connection at all; a scheduler that is
     gone would hold each call for Dask's connect timeout (30 s by default), so
-    one cheap call first must answer within ``timeout`` seconds.
+    one cheap call first must answer within ``deadline.probe`` seconds.
     """
     status = getattr(client, "status", None)
     if status in ("closing", "closed"):
         raise RuntimeError("the client is closed: no snapshot of the block")
     if status != "running":
         raise RuntimeError(f"the client is not connected to the scheduler (status {status!r})")
-    answered = threading.Event()
 
     def probe() -> None:
         # An error is an answer too (e.g. pickled calls refused by the scheduler).
         with contextlib.suppress(Exception):
             client.run_on_scheduler(_scheduler_clock)
-        answered.set()
 
-    threading.Thread(target=probe, name="roastcoffea-probe", daemon=True).start()
-    if not answered.wait(timeout):
-        raise RuntimeError(
-            f"the scheduler did not answer within {timeout:g} s (is it gone?): "
-            "no snapshot of the block"
-        )
+    _call_within(min(deadline.probe, deadline.remaining()), "the exit's first call", probe)
 
 
 def finish_session(
@@ -146,7 +189,7 @@ def finish_session(
     span_id: str,
     tag: str,
     window: tuple[float, float],
-    timeout: float,
+    deadline: ExitDeadline,
     notes: list[str],
 ) -> dict[str, Any]:
     """Sample, flush every worker and snapshot the span, in one scheduler call.
@@ -166,8 +209,9 @@ def finish_session(
     window : (float, float)
         The block's window (scheduler clock); its end is widened to the last
         sample.
-    timeout : float
-        Seconds the flush waits for each worker.
+    deadline : ExitDeadline
+        The exit's time: the flush waits ``deadline.flush`` seconds for each
+        worker, and the call returns within what is left of the deadline.
     notes : list of str
         Receives the reason when the exit had to use the public RPCs.
 
@@ -181,11 +225,14 @@ def finish_session(
     Raises
     ------
     RuntimeError
-        When no RoastPlugin runs on the scheduler.
+        When no RoastPlugin runs on the scheduler, or the scheduler did not
+        answer in time or failed (the message says which).
     """
     t_from, t_to = window
-    try:
-        reply = client.run_on_scheduler(
+    timeout = deadline.flush
+
+    def finish() -> Any:
+        return client.run_on_scheduler(
             _scheduler_finish,
             span_id=span_id,
             t_from=t_from,
@@ -193,12 +240,29 @@ def finish_session(
             timeout=timeout,
             tag=tag,
         )
-    except Exception as exc:  # e.g. distributed.scheduler.pickle disabled
+
+    def by_rpc() -> dict[str, Any]:
+        return _finish_by_rpc(client, span_id, tag, t_from, t_to, timeout)
+
+    try:
+        reply = _call_within(deadline.remaining(), "the exit's flush and snapshot", finish)
+    except Exception as exc:
+        if not _refuses_pickled_calls(exc):
+            raise RuntimeError(
+                f"the exit's flush and snapshot failed ({type(exc).__name__}: {exc}): "
+                "no snapshot of the block"
+            ) from exc
         notes.append(f"exit through the public RPCs ({type(exc).__name__}: {exc})")
-        reply = _finish_by_rpc(client, span_id, tag, t_from, t_to, timeout)
+        reply = _call_within(deadline.remaining(), "the exit's flush and snapshot", by_rpc)
     if reply is None:
         raise RuntimeError("no running RoastPlugin on the scheduler (stopped during the block?)")
     return reply
+
+
+def _refuses_pickled_calls(exc: BaseException) -> bool:
+    """Whether a scheduler refused to run a pickled function (``distributed.scheduler.pickle``
+    off, in the Dask versions that had the setting); the public RPCs then still answer."""
+    return "pickle" in str(exc)
 
 
 def _finish_by_rpc(

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from operator import add
 from typing import Any
 
+from dask.utils import key_split
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.spans import CONTEXTS_WITH_SPAN_ID
 from distributed.worker import thread_state
@@ -36,14 +37,22 @@ from distributed.worker import thread_state
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks
 from roastcoffea.instrument import phases as phase_clock
+from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES
 from roastcoffea.plugin._workers import (
     FINAL_STATE_TOPIC,
+    PLACED_ANNOTATION,
     PLUGIN_NAME,
     RECORDS_TOPIC,
     WORKER_STATE_HANDLER,
 )
 from roastcoffea.plugin.phases import PhaseDigests, digest_labels, digest_task_phases
-from roastcoffea.records import RECORD_VERSION, chunk_totals, decode_record, encode_record
+from roastcoffea.records import (
+    RECORD_VERSION,
+    chunk_totals,
+    decode_record,
+    encode_record,
+    lost_record,
+)
 
 try:  # the task spec classes of dask >= 2024.12; older dask has tuple tasks
     from dask._task_spec import DataNode, Task
@@ -68,7 +77,8 @@ WORK_ITEM_FIELDS = ("dataset", "filename", "treename", "entrystart", "entrystop"
 #: Worker task states during which the task's function may still be running.
 RUNNING_STATES = frozenset({"executing", "long-running", "cancelled", "resumed"})
 
-_MISSING = object()
+#: A task's phase digests and the (span, prefix) they are filed under.
+TaskDigests = tuple[tuple[Any, Any], PhaseDigests]
 
 
 #: {type: whether its instances are work items}; types are few, but bounded anyway.
@@ -220,7 +230,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._thread_starts: dict[Any, float] = {}
         # The phase digests of each running task that holds its phase record, with
         # the task's (span, prefix), summed when it ends (guarded by the lock).
-        self._phase_digests: dict[Any, tuple[tuple[Any, Any], PhaseDigests]] = {}
+        self._phase_digests: dict[Any, TaskDigests] = {}
         # Event loop only: the ended tasks' phase digests summed per (span, prefix)
         # and layout, filed with Dask at the next heartbeat or state read.
         self._phase_sums: dict[tuple[Any, Any, Any], list[float]] = {}
@@ -235,6 +245,7 @@ class RoastWorkerPlugin(WorkerPlugin):
                 "encode_errors",
                 "hook_errors",
                 "phase_records",
+                "records_lost",
             ),
             0,
         )
@@ -256,7 +267,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         """Install the heartbeat metric and the state handler on ``worker``."""
         self._worker = worker
         self._tracker = _native.DigestTracker(
-            worker.id, self.window or 4, followed=CONTEXTS_WITH_SPAN_ID
+            worker.id,
+            self.window or 4,
+            followed=CONTEXTS_WITH_SPAN_ID,
+            sent_apart=ACTIVITY_PREFIXES,
         )
         worker.metrics[PLUGIN_NAME] = self._payload
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
@@ -281,6 +295,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         """
         if self._tracker is not None:
             try:
+                self._release_pending()
                 self._file_phase_sums()
                 data = self._tracker.full_payload(worker.digests_total)
                 worker.log_event(FINAL_STATE_TOPIC, {"worker": worker.address, "data": data})
@@ -332,7 +347,10 @@ class RoastWorkerPlugin(WorkerPlugin):
                 # Worker.execute reads the delay in this loop tick, with no await
                 # before it hands the task to its thread.
                 self._clock_delays[key] = self._worker.scheduler_delay
-                self._announce(key)
+                ts = self._worker.state.tasks.get(key)
+                if ts is not None:
+                    _execute_in_run_span(ts)
+                    self._announce(key, ts)
             elif key in self._clock_delays:
                 ts = self._worker.state.tasks.get(key)
                 if ts is None or ts.state not in RUNNING_STATES:
@@ -341,14 +359,30 @@ class RoastWorkerPlugin(WorkerPlugin):
                         entries = self._pending.pop(key, ())
                         started = self._thread_starts.pop(key, None)
                         digests = self._phase_digests.pop(key, None)
-                    self._release(entries, ts, _stamped_delay(ts, started, delay))
+                    self._release(entries, ts, _stamped_delay(ts, started, delay), digests)
                     if digests is not None:
                         self._sum_phases(*digests)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea worker transition hook failed", exc_info=True)
 
-    def _announce(self, key: Any) -> None:
+    def _release_pending(self) -> None:
+        """Send the records of tasks still running, and sum their phase digests.
+
+        At teardown: the plugin will not see those tasks end, and their records
+        would otherwise be lost with it.
+        """
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            digests, self._phase_digests = self._phase_digests, {}
+            self._thread_starts.clear()
+        for key, entries in pending.items():
+            task_digests = digests.get(key)
+            self._release(entries, None, None, task_digests)
+            if task_digests is not None:
+                self._sum_phases(*task_digests)
+
+    def _announce(self, key: Any, ts: Any) -> None:
         """Queue a prefix record if ``key``'s task runs a coffea work item.
 
         Tasks are classified by (prefix, span, type of the first argument) and
@@ -357,9 +391,6 @@ class RoastWorkerPlugin(WorkerPlugin):
         not that type (``FileMeta`` vs a ``WorkItem`` or a tuple holding one).
         So a task costs one dict lookup once its class is known.
         """
-        ts = self._worker.state.tasks.get(key)
-        if ts is None:
-            return
         spec = ts.run_spec
         args = getattr(spec, "args", None)
         shape = (ts.prefix, ts.span_id, type(args[0]) if args else None)
@@ -421,12 +452,13 @@ class RoastWorkerPlugin(WorkerPlugin):
             record["span"] = None if ts is None else ts.span_id
             self._count("chunks")
             if ts is None or ts.state not in RUNNING_STATES:
-                self._complete(record, None, None, own_bytes, None)
+                self._release([(record, None, own_bytes)], None, None)
                 return
             self._hold(key, (record, source, own_bytes))
-        except Exception:
+        except Exception as exc:
             self._count("hook_errors")
             logger.debug("roastcoffea add_chunk failed", exc_info=True)
+            self._send_lost("chunk", f"the worker plugin failed ({type(exc).__name__})", record)
 
     def add_phases(
         self, key: Any, record: dict[str, Any], digests: PhaseDigests | None = None
@@ -437,18 +469,19 @@ class RoastWorkerPlugin(WorkerPlugin):
         ``t_start`` to the scheduler clock, as chunk records are; the record
         is sent from the event loop when the task ends (sending from the
         task's thread would wake the loop and hand it the GIL mid-task), and
-        ``digests`` (:func:`~roastcoffea.plugin.phases.phase_digests`) are added then to the
-        sums the plugin files with ``Worker.digest_metric`` under the task's
-        ``("execute", span, prefix)`` at the next heartbeat, as Dask files the
-        metrics a task sends through its context meter (instead of a trip
-        through the meter and Dask's ledger, and a filing per task). Never raises.
+        ``digests`` (:func:`~roastcoffea.plugin.phases.phase_digests`) go with the
+        record, in the same message, so the scheduler counts the task's phases
+        for every result it knows of, even when the worker dies before its next
+        heartbeat; they are also added to the sums the plugin files with
+        ``Worker.digest_metric`` under the task's ``("execute", span, prefix)``
+        at the next heartbeat, for Dask's own span totals. Never raises.
 
         Returns
         -------
         bool
-            Whether the task was running and the plugin holds its record and
-            ``digests``; if not, the record was sent at once and the caller
-            keeps ``digests``.
+            Whether the plugin took ``digests`` (held with the running task's
+            record, or sent at once with the record of a task not running); if
+            not, the caller keeps them.
         """
         try:
             ts = None if key is None else self._worker.state.tasks.get(key)
@@ -462,22 +495,27 @@ class RoastWorkerPlugin(WorkerPlugin):
             )
             if isinstance(record.get("t_start"), float):
                 record["t_start"] += getattr(self._worker, "scheduler_delay", 0.0)
+            where = (record["span"], record["prefix"] or key_split(record["task_key"] or ""))
+            task_digests = None if digests is None else (where, digests)
             if ts is not None and ts.state in RUNNING_STATES:
                 # Sent and filed from the event loop at the task's end.
-                task_digests = None if digests is None else ((ts.span_id, ts.prefix), digests)
                 self._hold(key, (record, None, 0), task_digests)
                 return digests is not None
-            self._release([(record, None, 0)], None, None)
-        except Exception:
+            self._release([(record, None, 0)], None, None, task_digests)
+            if task_digests is not None and where[0] is not None:
+                self._worker.loop.add_callback(self._sum_phases, *task_digests)
+            return digests is not None
+        except Exception as exc:
             self._count("hook_errors")
             logger.debug("roastcoffea add_phases failed", exc_info=True)
+            self._send_lost("phases", f"the worker plugin failed ({type(exc).__name__})", record)
         return False
 
     def _hold(
         self,
         key: Any,
         entry: tuple[dict[str, Any], Any, int],
-        digests: tuple[tuple[Any, Any], PhaseDigests] | None = None,
+        digests: TaskDigests | None = None,
     ) -> None:
         """Keep a record of a running task for :meth:`transition` to send when it ends,
         and its phase ``digests`` with the (span, prefix) to file them under.
@@ -487,7 +525,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         digests summed from the event loop.
         """
         evicted: list[tuple[dict[str, Any], Any, int]] = []
-        evicted_digests = None
+        evicted_digests: TaskDigests | None = None
         started = getattr(thread_state, "start_time", None)  # called in the task's thread
         with self._lock:
             if isinstance(started, float):
@@ -501,7 +539,7 @@ class RoastWorkerPlugin(WorkerPlugin):
                 evicted_digests = self._phase_digests.pop(oldest, None)
         for _ in evicted:
             self._count("pending_overflow")
-        self._release(evicted, None, None)
+        self._release(evicted, None, None, evicted_digests)
         if evicted_digests is not None:
             try:
                 self._worker.loop.add_callback(self._sum_phases, *evicted_digests)
@@ -525,32 +563,33 @@ class RoastWorkerPlugin(WorkerPlugin):
             self._count("hook_errors")
             logger.debug("roastcoffea phase digests not summed", exc_info=True)
 
-    def _file_phase_sums(self) -> list[tuple[Any, ...]]:
-        """File the summed phase digests with ``Worker.digest_metric``; returns their keys.
+    def _file_phase_sums(self) -> None:
+        """File the summed phase digests with ``Worker.digest_metric``, for Dask.
 
-        On the event loop, before each read of ``digests_total`` (heartbeat
-        payload, full state, teardown), so our payloads carry every ended task.
-        The keys are ``("execute", span, prefix, activity, unit)``, those under
-        which Dask files what a task sends through its context meter. Never raises.
+        On the event loop, before each heartbeat payload, full state and
+        teardown: Dask's own span totals take them at its next heartbeat. The
+        keys are ``("execute", span, prefix, activity, unit)``, those under which
+        Dask files what a task sends through its context meter. Never raises.
         """
         sums, self._phase_sums = self._phase_sums, {}
-        filed: list[tuple[Any, ...]] = []
         try:
             digest = self._worker.digest_metric
             for (span, prefix, layout), values in sums.items():
                 for (activity, unit), value in zip(digest_labels(layout), values, strict=True):
-                    key = ("execute", span, prefix, activity, unit)
-                    digest(key, value)
-                    filed.append(key)
+                    digest(("execute", span, prefix, activity, unit), value)
         except Exception:
             self._count("hook_errors")
             logger.debug("roastcoffea phase digests not filed", exc_info=True)
-        return filed
 
     def _release(
-        self, entries: Iterable[tuple[dict[str, Any], Any, int]], ts: Any, delay: float | None
+        self,
+        entries: Iterable[tuple[dict[str, Any], Any, int]],
+        ts: Any,
+        delay: float | None,
+        digests: TaskDigests | None = None,
     ) -> None:
-        """Send a task's held records in one message, its chunk records completed with ``ts``.
+        """Send a task's held records and phase ``digests`` in one message, its chunk
+        records completed with ``ts``.
 
         One message per task rather than per record: each is a ``log-event`` the
         scheduler stores, publishes and hands to every plugin.
@@ -572,13 +611,16 @@ class RoastWorkerPlugin(WorkerPlugin):
                 phase_records += 1
             else:
                 chunks.append(chunk_totals(record))
-        if batch and self._queue(batch, span if isinstance(span, str) else None, chunks):
+        phases = [] if digests is None else [_phases_entry(digests)]
+        if (batch or phases) and self._queue(
+            batch, span if isinstance(span, str) else None, chunks, phases
+        ):
             self._count("phase_records", phase_records)
 
     def _complete(
         self, record: dict[str, Any], ts: Any, source: Any, own_bytes: int, delay: float | None
     ) -> None:
-        """Fill the task fields of a chunk record and queue it.
+        """Fill the task fields of a chunk record.
 
         ``ts`` is the worker's task state after the task left "executing", or
         None when that end was not observed (the fields are then None).
@@ -621,22 +663,47 @@ class RoastWorkerPlugin(WorkerPlugin):
                 unavailable["bytes_read_task"] = "the file source has no num_requested_bytes"
 
     def _encode(self, record: dict[str, Any]) -> bytes | None:
-        """A record's bytes; None (counted) when it is not encodable."""
+        """A record's bytes; None when it is not encodable (counted, and a lost
+        record goes in its place)."""
         try:
             return encode_record(record)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
             self._count("encode_errors")
             logger.debug("roastcoffea record not encodable", exc_info=True)
+            field = _unencodable_field(record)
+            where = f"field {field!r}" if field is not None else "a field"
+            self._send_lost(
+                record.get("kind"), f"{where} is not encodable ({type(exc).__name__})", record
+            )
             return None
 
-    def _queue(self, batch: list[bytes], span: str | None, chunks: list[list[Any]]) -> bool:
+    def _send_lost(self, kind: Any, reason: str, record: Any) -> None:
+        """Send a lost record in place of ``record``, which could not be sent. Never raises."""
+        try:
+            span = record.get("span") if isinstance(record, dict) else None
+            worker = self._worker.address if self._worker is not None else None
+            lost = encode_record(lost_record(kind, reason, worker, span))
+            if self._queue([lost], span if isinstance(span, str) else None, []):
+                self._count("records_lost")
+        except Exception:
+            self._count("hook_errors")
+            logger.debug("roastcoffea lost record not sent", exc_info=True)
+
+    def _queue(
+        self,
+        batch: list[bytes],
+        span: str | None,
+        chunks: list[list[Any]],
+        phases: list[list[Any]] | None = None,
+    ) -> bool:
         """Send encoded records to the scheduler; False (counted) when the plugin is torn down.
 
         ``Worker.log_event`` appends to the batched stream at once on the event
         loop (where task ends are seen) and through the loop from other threads.
         ``chunks`` holds :func:`~roastcoffea.records.chunk_totals` of the chunk
         records among them, so that the scheduler keeps its running totals
-        without decoding a record.
+        without decoding a record; ``phases`` the task's phase digests
+        (:func:`_phases_entry`), which the scheduler adds to its digest table.
         """
         if self._worker is None:
             self._count("records_refused")
@@ -644,6 +711,8 @@ class RoastWorkerPlugin(WorkerPlugin):
         message: dict[str, Any] = {"worker": self._worker.address, "data": batch}
         if chunks:
             message["chunks"] = chunks
+        if phases:
+            message["phases"] = phases
         if span is not None:
             message["span"] = span
         self._worker.log_event(RECORDS_TOPIC, message)
@@ -663,7 +732,9 @@ class RoastWorkerPlugin(WorkerPlugin):
             ``chunks`` records received, ``chunks_with_task`` completed with
             the task's time, ``pending_overflow``, ``prefix_records`` sent,
             ``announced_resets``, ``records_refused`` (plugin torn down),
-            ``encode_errors`` and ``hook_errors``.
+            ``encode_errors``, ``hook_errors``, ``phase_records`` sent and
+            ``records_lost`` (lost records sent in place of records that could
+            not be sent).
         """
         with self._lock:
             return dict(self.counters)
@@ -716,18 +787,46 @@ class RoastWorkerPlugin(WorkerPlugin):
             heartbeat = worker.periodic_callbacks.get("heartbeat")
             if heartbeat is not None:
                 self._tracker.window = auto_window(self.interval, heartbeat.callback_time)
-        filed = self._file_phase_sums()
-        changed = _changed_since_heartbeat(worker)
-        if filed and changed is not None:
-            # Filed after Dask swapped its per-heartbeat digests: they reach its
-            # spans at the next heartbeat, ours now.
-            changed = {**changed, **dict.fromkeys(filed, 0)}
-        return self._tracker.payload(worker.digests_total, changed)
+        # For Dask's own span totals (at its next heartbeat); the payload leaves
+        # the phases out: they reached the scheduler with each task's records.
+        self._file_phase_sums()
+        return self._tracker.payload(worker.digests_total, _changed_since_heartbeat(worker))
 
     def _full_state(self) -> bytes:
         """RPC handler ``roastcoffea_worker_state``: every digest and queued record."""
         self._file_phase_sums()
         return self._tracker.full_payload(self._worker.digests_total)
+
+
+def _phases_entry(digests: TaskDigests) -> list[Any]:
+    """A task's phase digests as the record message carries them:
+    ``[span, prefix, output measured, [codec, ...], [value, ...]]``."""
+    (span, prefix), ((output_measured, codecs), values) = digests
+    return [span, prefix, output_measured, list(codecs), values]
+
+
+def _unencodable_field(record: dict[str, Any]) -> str | None:
+    """The first top-level key of ``record`` whose value does not encode, if any."""
+    for key, value in record.items():
+        try:
+            encode_record({"v": value})
+        except (TypeError, ValueError):
+            return key if isinstance(key, str) and key.isascii() else None
+    return None
+
+
+def _execute_in_run_span(ts: Any) -> None:
+    """Make the worker execute ``ts`` in the span the scheduler placed it in, if any.
+
+    The span Dask executes a task in (``TaskState.span_id``, read when the task
+    is handed to its thread, after this hook) files the task's fine metrics;
+    the scheduler marks only tasks of a run that Dask grouped under another
+    run's span, and only with a span it knows (:mod:`roastcoffea.plugin._runs`).
+    """
+    annotations = ts.annotations
+    run = annotations.get(PLACED_ANNOTATION) if annotations else None
+    if isinstance(run, str):
+        ts.span_id = run
 
 
 def _changed_since_heartbeat(worker: Any) -> dict | None:

@@ -586,6 +586,10 @@ def monitoring_table(metrics: Mapping[str, Any]) -> TableData:
     if isinstance(errors, Mapping) and errors:
         shown = ", ".join(f"{k}: {v}" for k, v in sorted(errors.items()))
         rows.append((Cell("Caught Errors"), Cell(shown, alert=True)))
+    lost = monitoring.get("records_lost")
+    if isinstance(lost, Mapping) and lost:
+        shown = ", ".join(f"{k} ({v})" for k, v in sorted(lost.items()))
+        rows.append((Cell("Records Lost on Workers"), Cell(shown, alert=True)))
     rows += [
         (Cell("Collector Error"), Cell(str(m), alert=True))
         for m in monitoring.get("collector_errors") or ()
