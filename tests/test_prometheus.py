@@ -29,7 +29,8 @@ from measured_run import Measured, measure
 from prometheus_client.parser import text_string_to_metric_families
 from roast_testing import wait_for
 
-from roastcoffea.plugin import snapshot
+from roastcoffea import RoastPlugin
+from roastcoffea.plugin import flush, snapshot
 from roastcoffea.plugin.prometheus import CHUNK_DURATION_BUCKETS, FOLDED
 
 pytestmark = pytest.mark.cluster
@@ -252,3 +253,39 @@ def test_a_real_prometheus_stores_the_snapshot_values(scraped: Scraped, promethe
         timeout=60,
     )
     assert events == {(): entries}
+
+
+def many_activities(n: int) -> int:
+    """A task filing ``n`` fine metrics of its own, one label each (user code may)."""
+    from distributed.metrics import context_meter
+
+    for i in range(n):
+        context_meter.digest_metric(f"user-act-{i}", 0.001, "seconds")
+    return n
+
+
+def test_activities_a_task_makes_up_are_bounded(tmp_path: Path) -> None:
+    with local_cluster(n_workers=1) as cluster, Client(cluster) as client:
+        client.register_plugin(RoastPlugin())
+        assert client.submit(many_activities, 2000, pure=False).result() == 2000
+        flush(client)
+        snap = snapshot(client)
+        url = f"http://127.0.0.1:{cluster.scheduler.http_server.port}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+    samples = [
+        s
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name.startswith("roastcoffea_")
+    ]
+    task = [s for s in samples if s.name == "roastcoffea_task_seconds_total"]
+    activities = {s.labels["activity"] for s in task}
+    assert len(activities) == 50 + 1 and FOLDED in activities
+    folded = next(s.value for s in samples if s.name == "roastcoffea_export_activities_folded")
+    made = {k[4] for k in snap["digests"] if k[1] == "execute" and k[5] == "seconds"}
+    assert len(made) > 2000 and folded == len(made) - 50
+    # every second is still there, under a kept label or under "(other)"
+    user = sum(s.value for s in task if s.labels["activity"].startswith("user-act-"))
+    other = sum(s.value for s in task if s.labels["activity"] == FOLDED)
+    assert user + other == pytest.approx(2000 * 0.001)
+    assert len(samples) < 400  # bounded by the settings, not by the task

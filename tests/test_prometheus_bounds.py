@@ -10,7 +10,7 @@ from roastcoffea.plugin.prometheus import (
     CHUNK_DURATION_BUCKETS,
     FOLDED,
     ChunkTotals,
-    _fold_prefixes,
+    fold_labels,
 )
 from roastcoffea.records import chunk_totals, read_chunk_totals
 
@@ -23,7 +23,7 @@ def test_prefixes_beyond_the_bound_fold_into_one_label_keeping_every_second() ->
         ("tiny", "thread-cpu", "seconds"): 0.5,
         ("small", "disk-read", "bytes"): 100.0,
     }
-    folded, count = _fold_prefixes(totals, max_prefixes=2)
+    folded, count = fold_labels(totals, 0, 2)
     assert count == 2
     assert folded == {
         ("big", "thread-cpu", "seconds"): 10.0,
@@ -31,7 +31,31 @@ def test_prefixes_beyond_the_bound_fold_into_one_label_keeping_every_second() ->
         (FOLDED, "thread-cpu", "seconds"): 1.5,
         (FOLDED, "disk-read", "bytes"): 100.0,
     }
-    assert _fold_prefixes(totals, max_prefixes=10) == (totals, 0)
+    assert fold_labels(totals, 0, 10) == (totals, 0)
+
+
+def test_activities_beyond_the_bound_fold_by_their_total() -> None:
+    # The export folds each unit's family on its own: seconds, then bytes.
+    seconds = {
+        ("p", "thread-cpu", "seconds"): 3.0,
+        ("q", "thread-cpu", "seconds"): 1.0,
+        ("p", "user-act-1", "seconds"): 2.0,
+        ("p", "user-act-2", "seconds"): 0.5,
+    }
+    assert fold_labels(seconds, 1, 2) == (
+        {
+            ("p", "thread-cpu", "seconds"): 3.0,
+            ("q", "thread-cpu", "seconds"): 1.0,
+            ("p", "user-act-1", "seconds"): 2.0,
+            ("p", FOLDED, "seconds"): 0.5,
+        },
+        1,
+    )
+    nbytes = {("p", "disk-read", "bytes"): 100.0, ("p", "user-bytes", "bytes"): 5.0}
+    assert fold_labels(nbytes, 1, 1) == (
+        {("p", "disk-read", "bytes"): 100.0, ("p", FOLDED, "bytes"): 5.0},
+        1,
+    )
 
 
 def test_chunk_totals_count_per_dataset_within_the_bound() -> None:

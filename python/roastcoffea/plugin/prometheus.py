@@ -15,10 +15,11 @@ docs/metrics.md ("Prometheus series"); in short:
   ``WorkerState`` at the scrape (the values the sampler stores in the series);
 - the monitoring's self-report.
 
-Labels never carry span ids (one per run: unbounded). Prefixes beyond
-``roastcoffea.prometheus-max-prefixes`` (by seconds) and datasets beyond
+Labels never carry span ids (one per run: unbounded). Prefixes, activities and
+workers beyond ``roastcoffea.prometheus-max-prefixes``, ``-max-activities`` and
+``-max-workers`` (by seconds) and datasets beyond
 ``roastcoffea.prometheus-max-datasets`` (in order of arrival) are folded into
-one label value. A failure while collecting is counted in the plugin's errors
+one label value, and the folds counted. A failure while collecting is counted in the plugin's errors
 (``prometheus``), never raised into Dask's endpoint.
 """
 
@@ -99,21 +100,28 @@ class ChunkTotals:
         return FOLDED
 
 
-def _fold_prefixes(
-    totals: dict[tuple[str, str, str], float], max_prefixes: int
+def fold_labels(
+    totals: dict[tuple[str, str, str], float], index: int, bound: int
 ) -> tuple[dict[tuple[str, str, str], float], int]:
-    """Keep the ``max_prefixes`` prefixes of most seconds; sum the rest as :data:`FOLDED`.
+    """Keep the ``bound`` values of label ``index`` with the most seconds; sum the rest
+    as :data:`FOLDED`.
 
-    Returns the folded totals and how many prefixes were folded.
+    ``totals`` is keyed ``(label, label, unit)``. Values are ranked by their
+    seconds, then by their other units' total, then by name, so the kept set is
+    the same at every scrape of the same data. Returns the folded totals and how
+    many label values were folded.
     """
-    seconds: dict[str, float] = defaultdict(float)
-    for (prefix, _, unit), value in totals.items():
-        seconds[prefix] += value if unit == "seconds" else 0.0
-    kept = set(sorted(seconds, key=lambda p: (-seconds[p], p))[:max_prefixes])
+    rank: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for key, value in totals.items():
+        rank[key[index]][0 if key[2] == "seconds" else 1] += value
+    kept = set(sorted(rank, key=lambda v: (-rank[v][0], -rank[v][1], v))[:bound])
+    if len(kept) == len(rank):
+        return totals, 0
     folded: dict[tuple[str, str, str], float] = defaultdict(float)
-    for (prefix, activity, unit), value in totals.items():
-        folded[(prefix if prefix in kept else FOLDED, activity, unit)] += value
-    return folded, len(seconds) - len(kept)
+    for key, value in totals.items():
+        label = key[index] if key[index] in kept else FOLDED
+        folded[(label, key[1], key[2]) if index == 0 else (key[0], label, key[2])] += value
+    return dict(folded), len(rank) - len(kept)
 
 
 class PrometheusExport:
@@ -124,15 +132,24 @@ class PrometheusExport:
     plugin : RoastPlugin
         A started plugin: its aggregator, scheduler and sampler are read at
         each scrape.
-    max_prefixes, max_datasets : int
-        Bounds of the prefix and dataset label sets.
+    max_prefixes, max_datasets, max_activities, max_workers : int
+        Bounds of the prefix, dataset, activity and worker label sets.
     """
 
-    def __init__(self, plugin: Any, max_prefixes: int, max_datasets: int) -> None:
+    def __init__(
+        self,
+        plugin: Any,
+        max_prefixes: int,
+        max_datasets: int,
+        max_activities: int = 50,
+        max_workers: int = 1000,
+    ) -> None:
         self.plugin = plugin
         self.max_prefixes = max_prefixes
+        self.max_activities = max_activities
+        self.max_workers = max_workers
         self.chunks = ChunkTotals(max_datasets)
-        self.prefixes_folded = 0
+        self.prefixes_folded = self.activities_folded = self.workers_folded = 0
 
     def families(self) -> Iterator[Any]:
         """Every metric family, from the aggregator's state at this moment."""
@@ -145,29 +162,39 @@ class PrometheusExport:
         agg = self.plugin.aggregator
         agg.drain()
         by_prefix = agg.digest_totals("execute", "prefix")
-        by_worker = agg.digest_totals("execute", "worker")
-        kept, self.prefixes_folded = _fold_prefixes(
+        by_worker, self.workers_folded = fold_labels(
+            agg.digest_totals("execute", "worker"), 0, self.max_workers
+        )
+        kept, self.prefixes_folded = fold_labels(
             {k: v for k, v in by_prefix.items() if not vocab.is_phase_activity(k[1])},
+            0,
             self.max_prefixes,
         )
+        self.activities_folded = 0
         for unit in ("seconds", "bytes"):
+            # One family per unit: each holds at most max_activities activities.
+            of_unit, folded = fold_labels(
+                {k: v for k, v in kept.items() if k[2] == unit}, 1, self.max_activities
+            )
+            self.activities_folded += folded
+            activities = {a for _, a, _ in of_unit}
+            per_worker: dict[tuple[str, str], float] = defaultdict(float)
+            for (worker, activity, u), value in by_worker.items():
+                if u == unit and not vocab.is_phase_activity(activity):
+                    per_worker[(worker, activity if activity in activities else FOLDED)] += value
             yield _counter(
                 CounterMetricFamily,
                 f"roastcoffea_task_{unit}",
                 f"Fine metrics of the tasks in {unit} (Dask's execute context), per task prefix",
                 ["prefix", "activity"],
-                {(p, a): v for (p, a, u), v in kept.items() if u == unit},
+                {(p, a): v for (p, a, _), v in of_unit.items()},
             )
             yield _counter(
                 CounterMetricFamily,
                 f"roastcoffea_worker_task_{unit}",
                 f"Fine metrics of the tasks in {unit} (Dask's execute context), per worker",
                 ["worker", "activity"],
-                {
-                    (w, a): v
-                    for (w, a, u), v in by_worker.items()
-                    if u == unit and not vocab.is_phase_activity(a)
-                },
+                dict(per_worker),
             )
         yield from self._phase_families(CounterMetricFamily, by_worker)
         yield from self._chunk_families(CounterMetricFamily, HistogramMetricFamily)
@@ -219,14 +246,17 @@ class PrometheusExport:
         )
 
     def _worker_families(self, gauge: Any) -> Iterator[Any]:
-        workers = list(self.plugin.scheduler.workers.items())
-        values = {address: worker_values(ws) for address, ws in workers}
+        """The live workers' gauges; beyond the bound (in address order), summed."""
+        workers = sorted(self.plugin.scheduler.workers.items())
         for suffix, what, index, scale in WORKER_GAUGES:
-            family = gauge(f"roastcoffea_worker_{suffix}", what, labels=["worker"])
-            for address, row in values.items():
-                value = row[index]
+            values: dict[str, float] = defaultdict(float)
+            for n, (address, ws) in enumerate(workers):
+                value = worker_values(ws)[index]
                 if value is not None:
-                    family.add_metric([address], value * scale)
+                    values[address if n < self.max_workers else FOLDED] += value * scale
+            family = gauge(f"roastcoffea_worker_{suffix}", what, labels=["worker"])
+            for address, value in values.items():
+                family.add_metric([address], value)
             yield family
 
     def _monitoring_families(self, counter: Any, gauge: Any) -> Iterator[Any]:
@@ -248,11 +278,16 @@ class PrometheusExport:
                 "Sampled mean cost of the transition hook",
                 value=counters["hook_ns_per_call"] * 1e-9,
             )
-        yield gauge(
-            "roastcoffea_export_prefixes_folded",
-            f"Task prefixes beyond the bound, exported as {FOLDED!r} at this scrape",
-            value=float(self.prefixes_folded),
-        )
+        for label, folded in (
+            ("prefixes", self.prefixes_folded),
+            ("activities", self.activities_folded),
+            ("workers", self.workers_folded),
+        ):
+            yield gauge(
+                f"roastcoffea_export_{label}_folded",
+                f"{label.capitalize()} beyond the bound, exported as {FOLDED!r} at this scrape",
+                value=float(folded),
+            )
 
 
 def _counter(family: Any, name: str, what: str, labels: list[str], values: dict) -> Any:

@@ -128,8 +128,8 @@ class RoastPlugin(SchedulerPlugin):
         Add roastcoffea's series to the scheduler's ``/metrics`` (when
         ``prometheus_client`` is installed, as Dask's endpoint needs too).
         Default ``roastcoffea.prometheus`` (True); the label bounds are the
-        settings ``roastcoffea.prometheus-max-prefixes`` and
-        ``roastcoffea.prometheus-max-datasets``.
+        settings ``roastcoffea.prometheus-max-prefixes``, ``-max-datasets``,
+        ``-max-activities`` and ``-max-workers``.
     phase_cpu_interval : float, optional
         Seconds between reads of a processor task's CPU clock by the phase
         clock on the workers (besides a task's start and end, and around its
@@ -272,14 +272,18 @@ class RoastPlugin(SchedulerPlugin):
         scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
         scheduler.handlers[STOP_HANDLER] = self._handle_stop
         if self.prometheus and available():
+            bounds = {
+                name.replace("-", "_"): _integer(
+                    f"prometheus-max-{name}", config.setting(f"prometheus-max-{name}"), 1
+                )
+                for name in ("prefixes", "datasets", "activities", "workers")
+            }
             self.export = PrometheusExport(
                 self,
-                max_prefixes=_integer(
-                    "prometheus-max-prefixes", config.setting("prometheus-max-prefixes"), 1
-                ),
-                max_datasets=_integer(
-                    "prometheus-max-datasets", config.setting("prometheus-max-datasets"), 1
-                ),
+                max_prefixes=bounds["prefixes"],
+                max_datasets=bounds["datasets"],
+                max_activities=bounds["activities"],
+                max_workers=bounds["workers"],
             )
             start_export(self.export)
         self.sampler.start()
