@@ -35,16 +35,19 @@ import math
 import os
 import platform
 import re
+import stat
 from collections.abc import Mapping
 from datetime import date, datetime, timedelta, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from roastcoffea import config
 from roastcoffea._gc import paused as paused_gc
 from roastcoffea.errors import DecodeError
 from roastcoffea.metrics import ALIASES_0_1_2
 from roastcoffea.results import MetricsDict
+from roastcoffea.schema import check_metadata, check_metrics, describe, location
 
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1
@@ -73,8 +76,14 @@ FILES = (
 VERSIONED_PACKAGES = ("roastcoffea", "dask", "distributed", "coffea", "uproot", "awkward", "numpy")
 
 _TAG = "$"
+#: The tags of tagged JSON.
+TAGS = ("$tuple", "$set", "$dict", "$float", "$datetime", "$date", "$timedelta", "$bytes")
 #: Containers nested deeper than this are refused, when saving and when loading.
 MAX_DEPTH = 100
+#: Longest text of a $datetime, $date or $bytes tag that is decoded.
+MAX_TAG_TEXT = 1 << 24
+#: Longest key of a roastcoffea 0.1.2 file read back as a tuple (its keys are short).
+MAX_LEGACY_KEY = 1000
 _NAME = re.compile(r"^[^/\\\x00]+$")
 
 
@@ -152,14 +161,20 @@ def _hashable(value: Any, where: str) -> Any:
 
 def _decode_float(text: Any, where: str) -> float:
     floats = {"nan": math.nan, "-nan": -math.nan, "inf": math.inf, "-inf": -math.inf}
-    if text not in floats:
-        raise DecodeError(f"{where}: unknown $float value {text!r}")
+    if not isinstance(text, str) or text not in floats:
+        raise DecodeError(f"{where}: a $float tag holding {describe(text)}, not nan or inf")
     return floats[text]
 
 
 def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
     if tag == "$tuple" and isinstance(body, list):
         return tuple(_decode(v, f"{where}[{i}]", depth) for i, v in enumerate(body))
+    if (
+        tag in ("$datetime", "$date", "$bytes")
+        and isinstance(body, str)
+        and len(body) > MAX_TAG_TEXT
+    ):
+        raise DecodeError(f"{where}: a {tag} tag of {len(body)} characters")
     if tag == "$set" and isinstance(body, list):
         return {_hashable(_decode(v, where, depth), where) for v in body}
     if tag == "$dict" and isinstance(body, list):
@@ -168,7 +183,7 @@ def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise DecodeError(f"{where}[{i}]: expected a [key, value] pair")
             key = _hashable(_decode(pair[0], f"{where}[{i}]", depth), f"{where}[{i}]")
-            out[key] = _decode(pair[1], f"{where}[{key!r}]", depth)
+            out[key] = _decode(pair[1], f"{where}[{location(key)}]", depth)
         return out
     if tag == "$float":
         return _decode_float(body, where)
@@ -181,9 +196,10 @@ def _decode_tag(tag: str, body: Any, where: str, depth: int) -> Any:
             return timedelta(days=body[0], seconds=body[1], microseconds=body[2])
         if tag == "$bytes" and isinstance(body, str):
             return base64.b64decode(body.encode("ascii"), validate=True)
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise DecodeError(f"{where}: bad {tag} value: {exc}") from None
-    raise DecodeError(f"{where}: unknown or malformed tag {tag!r}")
+    except (ValueError, TypeError, OverflowError):
+        raise DecodeError(f"{where}: a {tag} tag holding no valid value") from None
+    shown = tag if tag in TAGS else "$-tag"
+    raise DecodeError(f"{where}: unknown or malformed {shown} holding {describe(body)}")
 
 
 def _decode(value: Any, where: str, depth: int = 0) -> Any:
@@ -196,7 +212,7 @@ def _decode(value: Any, where: str, depth: int = 0) -> Any:
             ((key, body),) = value.items()
             if key.startswith(_TAG):
                 return _decode_tag(key, body, where, depth + 1)
-        return {k: _decode(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}
+        return {k: _decode(v, f"{where}[{location(k)}]", depth + 1) for k, v in value.items()}
     return value
 
 
@@ -459,13 +475,11 @@ def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
     time is None with that reason (docs/metrics.md, "Differences from
     roastcoffea 0.1.2").
     """
+    _check_depth(metrics, path)
     restored = _tuple_keys(metrics)
     tracking = restored.get("tracking_data")
     if isinstance(tracking, dict):
-        try:
-            restored["tracking_data"] = _tracking_from_0_1_2(tracking)
-        except (TypeError, ValueError) as exc:
-            raise DecodeError(f"{path}: tracking_data of 0.1.2 not readable: {exc}") from None
+        restored["tracking_data"] = _tracking_from_0_1_2(tracking, f"{path}: tracking_data")
     for old, ours in ALIASES_0_1_2.items():
         if old in restored and ours not in restored and ours not in DIFFERENT_IN_0_1_2:
             restored[ours] = restored[old]
@@ -489,71 +503,142 @@ def _tuple_keys(value: Any) -> Any:
     return value
 
 
+def _check_depth(value: Any, path: Path) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (read without recursion)."""
+    level = [value]
+    for depth in range(MAX_DEPTH + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return
+        if depth == MAX_DEPTH:
+            raise DecodeError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+
+
 def _tuple_key(key: str) -> Any:
-    if not (key.startswith("(") and key.endswith(")")):
+    if not (key.startswith("(") and key.endswith(")")) or len(key) > MAX_LEGACY_KEY:
         return key
     try:
         parsed = ast.literal_eval(key)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return key
     return parsed if isinstance(parsed, tuple) else key
 
 
-def _aware(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    return moment.astimezone(timezone.utc)
+def _aware(text: Any, where: str) -> datetime:
+    if not isinstance(text, str):
+        raise DecodeError(f"{where}: expected an ISO time, found {describe(text)}")
+    try:
+        return datetime.fromisoformat(text).astimezone(timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        raise DecodeError(f"{where}: not a readable ISO time") from None
 
 
-def _tracking_from_0_1_2(tracking: dict[str, Any]) -> dict[str, Any]:
+def _tracking_from_0_1_2(tracking: dict[str, Any], where: str) -> dict[str, Any]:
+    """0.1.2's worker series with their times made timezone-aware datetimes."""
     out: dict[str, Any] = {}
     for key, series in tracking.items():
+        at = f"{where}[{location(key)}]"
         if key == "worker_counts":
-            out[key] = {_aware(t): count for t, count in series.items()}
+            if not isinstance(series, dict):
+                raise DecodeError(f"{at}: expected a mapping, found {describe(series)}")
+            out[key] = {_aware(t, at): count for t, count in series.items()}
         elif isinstance(series, dict):
-            out[key] = {w: [(_aware(t), v) for t, v in points] for w, points in series.items()}
+            out[key] = {w: _points(points, f"{at}[{location(w)}]") for w, points in series.items()}
         else:
             out[key] = series
     return out
 
 
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
+def _points(points: Any, where: str) -> list[tuple[datetime, Any]]:
+    if not isinstance(points, list):
+        raise DecodeError(f"{where}: expected a list of [time, value], found {describe(points)}")
+    out = []
+    for i, point in enumerate(points):
+        if not (isinstance(point, list) and len(point) == 2):
+            raise DecodeError(f"{where}[{i}]: expected a [time, value] pair")
+        out.append((_aware(point[0], f"{where}[{i}]"), point[1]))
+    return out
+
+
+def read_member(directory: Path, name: str) -> bytes:
+    """The bytes of the file ``name`` of a measurement, read within the size limit.
+
+    Refused (DecodeError): a file that resolves outside the measurement directory
+    (a symlink pointing elsewhere), one that is not a regular file (a FIFO, a
+    device), and one larger than the setting ``roastcoffea.max-measurement-bytes``,
+    checked before anything is read.
+    """
+    path = directory / name
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
+    resolved = path.resolve()
+    if not resolved.is_relative_to(directory.resolve()):
+        raise DecodeError(f"{path}: refused: it resolves outside the measurement directory")
+    limit = int(config.byte_count("max-measurement-bytes"))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DecodeError(f"{path}: not UTF-8 text ({exc})") from None
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise DecodeError(f"{path}: cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise DecodeError(f"{path}: not a regular file")
+        if info.st_size > limit:
+            raise DecodeError(
+                f"{path}: {info.st_size} bytes, above the limit of {limit} "
+                "(setting roastcoffea.max-measurement-bytes)"
+            )
+        # What fstat says, and one byte more to see a file that grew meanwhile.
+        data = file.read(info.st_size + 1)
+    if len(data) > info.st_size:
+        raise DecodeError(f"{path}: changed while it was read")
+    return data
+
+
+def _read_json(directory: Path, name: str) -> Any:
+    path = directory / name
+    data = read_member(directory, name)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DecodeError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise DecodeError(f"{path}: truncated or not JSON ({exc})") from None
+        raise DecodeError(f"{path}: truncated or not JSON (line {exc.lineno})") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise DecodeError(f"{path}: a number too long to read") from None
     except RecursionError:
         raise DecodeError(f"{path}: JSON nested too deeply to read") from None
 
 
-def _read_times(path: Path) -> tuple[float, float]:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing (not a complete roastcoffea measurement)")
-    text = path.read_text(encoding="utf-8", errors="replace").strip()
+def _read_times(directory: Path) -> tuple[float, float]:
+    path = directory / TIMES_FILE
+    text = read_member(directory, TIMES_FILE).decode("utf-8", errors="replace").strip()
     parts = text.split(",")
     try:
         if len(parts) != 2:
             raise DecodeError
         t0, t1 = float(parts[0]), float(parts[1])
     except ValueError:
-        raise DecodeError(
-            f"{path}: invalid timing format, expected 't0,t1', got {text!r}"
-        ) from None
+        raise DecodeError(f"{path}: invalid timing format, expected 't0,t1'") from None
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise DecodeError(f"{path}: the times are not finite numbers")
     return t0, t1
 
 
 def _check_format(path: Path, data: Any, expected: str, version_key: str) -> None:
     found = data.get("format") if isinstance(data, dict) else None
     if found != expected:
-        raise DecodeError(
-            f"{path}: not a roastcoffea file (format {found!r}, expected {expected!r})"
-        )
+        raise DecodeError(f"{path}: not a roastcoffea file (its format is not {expected!r})")
     got = data.get(version_key)
     if isinstance(got, bool) or not isinstance(got, int) or got < 1:
-        raise DecodeError(f"{path}: {version_key} missing or not a positive integer (got {got!r})")
+        raise DecodeError(
+            f"{path}: {version_key} missing or not a positive integer ({describe(got)})"
+        )
     if got > SCHEMA_VERSION:
         raise DecodeError(
             f"{path}: written by a newer roastcoffea ({version_key} {got}); "
@@ -563,14 +648,18 @@ def _check_format(path: Path, data: Any, expected: str, version_key: str) -> Non
 
 def _load_metadata(directory: Path) -> dict[str, Any]:
     path = directory / METADATA_FILE
-    data = _read_json(path)
+    data = _read_json(directory, METADATA_FILE)
     if isinstance(data, dict) and data.get("format") == LEGACY_FORMAT:
+        _check_depth(data, path)
+        check_metadata({k: v for k, v in data.items() if k not in ("t0", "t1")}, str(path))
         return data
     _check_format(path, data, MEASUREMENT_FORMAT, "schema_version")
     try:
-        return from_tagged_json(data)
+        metadata = from_tagged_json(data)
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
+    check_metadata(metadata, str(path))
+    return metadata
 
 
 def load_metadata(measurement_path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -618,14 +707,16 @@ def load_measurement(
     """
     directory = _existing_dir(measurement_path)
     metadata = _load_metadata(directory)
-    t0, t1 = _read_times(directory / TIMES_FILE)
+    t0, t1 = _read_times(directory)
     path = directory / METRICS_FILE
     with paused_gc():
-        data = _read_json(path)
+        data = _read_json(directory, METRICS_FILE)
     if metadata.get("format") == LEGACY_FORMAT:
         if not isinstance(data, dict):
             raise DecodeError(f"{path}: expected a JSON object of metrics")
-        return MetricsDict(_from_0_1_2(data, path)), t0, t1
+        metrics = _from_0_1_2(data, path)
+        check_metrics(metrics, str(path))
+        return MetricsDict(metrics), t0, t1
     _check_format(path, data, METRICS_FORMAT, "version")
     if not isinstance(data.get("metrics"), dict):
         raise DecodeError(f"{path}: 'metrics' missing or not an object")
@@ -634,6 +725,7 @@ def load_measurement(
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
+    check_metrics(metrics, str(path))
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
         raise DecodeError(
             f"{directory / TIMES_FILE}: times {t0!r},{t1!r} disagree with "
@@ -664,11 +756,12 @@ def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
     if name not in (NATIVE_STATE_FILE, NATIVE_SNAPSHOT_FILE):
         raise DecodeError(f"{directory / METADATA_FILE}: unknown native_file {name!r}")
     path = directory / name
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{path}: missing (named by {METADATA_FILE})")
+    data = read_member(directory, name)
     try:
         if name == NATIVE_STATE_FILE:
-            return _native.state_from_json(path.read_bytes())
-        return _native.decode_snapshot(path.read_bytes())
+            return _native.state_from_json(data)
+        return _native.decode_snapshot(data)
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None

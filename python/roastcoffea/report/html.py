@@ -237,7 +237,10 @@ def _figure(entry: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=FIGURE_DPI)
     except Exception as exc:  # one broken figure must not cost the whole report
-        logger.warning("roastcoffea report: figure %s failed", entry.name, exc_info=True)
+        logger.warning(
+            "roastcoffea report: figure %s failed: %s: %s", entry.name, type(exc).__name__, exc
+        )
+        logger.debug("roastcoffea report: figure %s failed", entry.name, exc_info=True)
         shown["error"] = f"{type(exc).__name__}: {exc}"
         return shown
     png = buffer.getvalue()

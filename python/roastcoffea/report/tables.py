@@ -336,9 +336,9 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
     rows = [
         (
             Cell(str(phase)),
-            Cell(format_time(seconds)),
-            Cell(format_time(cpu.get(phase, 0.0))),
-            Cell(percent(shares.get(phase))),
+            show(seconds, format_time),
+            show(cpu.get(phase), format_time),
+            show(shares.get(phase), percent),
         )
         for phase, seconds in wall.items()
     ]
@@ -351,7 +351,8 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
             ("Interpretation Rate", "interpret_rate_hz", format_rate),
         )
     ]
-    note = f"{count(metrics.get('phase_tasks'))} task(s) measured; shares of their compute time."
+    tasks = show(metrics.get("phase_tasks"), count).text
+    note = f"{tasks} task(s) measured; shares of their compute time."
     bound = metrics.get("phase_cpu_split_bound_seconds")
     if is_number(bound) and bound > 0:
         note += (
@@ -369,9 +370,9 @@ def codecs_table(metrics: Mapping[str, Any]) -> TableData | None:
     rows = tuple(
         (
             Cell(str(name)),
-            Cell(format_time(c["wall_seconds"])),
-            Cell(format_bytes(c["compressed_bytes"])),
-            Cell(format_bytes(c["bytes"])),
+            show(c.get("wall_seconds"), format_time),
+            show(c.get("compressed_bytes"), format_bytes),
+            show(c.get("bytes"), format_bytes),
             show(c.get("throughput_mb_s"), number(1, " MB/s"), "no decompression time"),
         )
         for name, c in sorted(codecs.items())
@@ -604,9 +605,15 @@ def monitoring_table(metrics: Mapping[str, Any]) -> TableData:
     return _kv_table(title, rows)
 
 
+def _text(metrics: Mapping[str, Any], key: str, fmt: Formatter) -> str:
+    """A value's text inside a sentence: formatted, or n/a."""
+    return show(metrics.get(key), fmt).text
+
+
 def _instrument_cell(metrics: Mapping[str, Any]) -> Cell:
-    per_chunk, total = metrics["instrument_seconds_per_chunk"], metrics["instrument_seconds"]
-    return Cell(f"{format_time(per_chunk)} per chunk ({format_time(total)} in all)")
+    per_chunk = _text(metrics, "instrument_seconds_per_chunk", format_time)
+    total = _text(metrics, "instrument_seconds", format_time)
+    return Cell(f"{per_chunk} per chunk ({total} in all)")
 
 
 def _per_chunk_cell(metrics: Mapping[str, Any]) -> Cell:
@@ -614,16 +621,16 @@ def _per_chunk_cell(metrics: Mapping[str, Any]) -> Cell:
     of_tasks = f"{share:.2f}% of the chunks' task time; " if is_number(share) else ""
     parts = "instrumentation + phase clock" if metrics.get("phase_tasks") else "instrumentation"
     return Cell(
-        f"{format_time(metrics['monitoring_seconds_per_chunk'])} "
+        f"{_text(metrics, 'monitoring_seconds_per_chunk', format_time)} "
         f"({of_tasks}{parts}, their own code: a lower bound)"
     )
 
 
 def _phase_clock_cell(metrics: Mapping[str, Any]) -> Cell:
-    seconds, share = metrics["phase_clock_seconds"], metrics.get("phase_clock_percent")
-    switches = count(metrics.get("phase_clock_switches"))
-    share_text = number(2, "%")(share)
-    return Cell(f"{format_time(seconds)} ({share_text} of processor time, {switches} hooked calls)")
+    seconds = _text(metrics, "phase_clock_seconds", format_time)
+    share = _text(metrics, "phase_clock_percent", number(2, "%"))
+    switches = _text(metrics, "phase_clock_switches", count)
+    return Cell(f"{seconds} ({share} of processor time, {switches} hooked calls)")
 
 
 def unavailable_table(metrics: Mapping[str, Any]) -> TableData | None:
