@@ -30,9 +30,7 @@ from measured_run import Measured
 from roastcoffea import DecodeError, load_measurement
 from roastcoffea.cli import main as cli
 from roastcoffea.measurement import load_metadata
-from roastcoffea.report.compare import compare_metrics, comparison_table
 from roastcoffea.report.html import render_report
-from roastcoffea.report.summary import print_summary
 
 OLD = Path(__file__).parent / "data" / "measurement-0.1.2" / "2026-11-24_11-51-59"
 #: Text planted in the hostile files: no message may show it.
@@ -245,12 +243,14 @@ def replaced(tree: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 
 class Base:
-    """A copy of a real measurement, and its metrics.json as JSON (shown short)."""
+    """A copy of a real measurement, its metrics.json and metadata.json as JSON (shown short)."""
+
+    FILES = ("metrics.json", "metadata.json")
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.data = json.loads((directory / "metrics.json").read_text())
-        self.paths = paths_of(self.data["metrics"])
+        self.data = {name: json.loads((directory / name).read_text()) for name in self.FILES}
+        self.paths = {name: paths_of(data) for name, data in self.data.items()}
 
     def __repr__(self) -> str:
         return f"Base({self.directory})"
@@ -262,19 +262,24 @@ def base(measured: Measured, tmp_path_factory: pytest.TempPathFactory) -> Base:
 
 
 def mutate(base: Base, pick: int, value: Any) -> Path:
-    """Write the base's metrics with the value at one path replaced; print the path."""
-    path = ("metrics", *base.paths[pick % len(base.paths)])
-    note(f"replaced at {path}")
-    (base.directory / "metrics.json").write_text(json.dumps(replaced(base.data, path, value)))
+    """Write the base with the value at one path of one file replaced (a metadata path one
+    time in five)."""
+    name = base.FILES[pick % 5 == 0]
+    paths = base.paths[name]
+    path = paths[(pick // 5) % len(paths)]
+    note(f"replaced at {name} {path}")
+    for each, data in base.data.items():
+        changed = replaced(data, path, value) if each == name else data
+        (base.directory / each).write_text(json.dumps(changed))
     return base.directory
 
 
 def load_or_refuse(directory: Path) -> Any:
-    """The metrics, or None when refused with a one-line DecodeError."""
+    """The metrics, or None when refused with a one-line DecodeError naming its file."""
     try:
         return load_measurement(directory)
     except DecodeError as exc:
-        assert "\n" not in str(exc) and "metrics.json" in str(exc)
+        assert "\n" not in str(exc) and ("metrics.json" in str(exc) or "metadata.json" in str(exc))
         return None
 
 
@@ -287,22 +292,26 @@ FUZZ = settings(
 )
 
 
+def run_cli(*args: str) -> tuple[int, str]:
+    """The command's exit status and what it wrote to stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = cli(list(args))
+    return status, err.getvalue()
+
+
 @FUZZ
 @given(pick=st.integers(min_value=0), value=json_values())
-def test_what_the_loader_accepts_the_summary_and_compare_show(
+def test_show_and_compare_either_print_or_refuse_in_one_line(
     base: Base, pick: int, value: Any
 ) -> None:
-    directory = mutate(base, pick, value)
-    loaded = load_or_refuse(directory)
-    if loaded is None:
-        return
-    metrics = loaded[0]
-    with contextlib.redirect_stdout(io.StringIO()):
-        print_summary(metrics)
-    from rich.console import Console
-
-    table = comparison_table(["a", "b"], compare_metrics([metrics, metrics]))
-    Console(file=io.StringIO(), width=160).print(table)
+    directory = str(mutate(base, pick, value))
+    for args in (("show", directory), ("compare", directory, directory)):
+        status, err = run_cli(*args)
+        if status == 2:
+            assert err.count("\n") == 1 and "cannot read measurement" in err, err
+        else:
+            assert (status, err) == (0, ""), err
 
 
 @settings(FUZZ, max_examples=max(FUZZ_EXAMPLES // 25, 4))

@@ -344,7 +344,7 @@ SERIES_NAMES = (
 )  # fmt: skip
 TRACKING = fields(
     {
-        "worker_counts": mapping(moment, some_number),
+        "worker_counts": mapping(moment, count),
         **dict.fromkeys(SERIES_NAMES, SERIES),
         "cores_per_worker": some_number,
     }
