@@ -56,7 +56,7 @@ from workload import Analysis, BareAnalysis, chunk_events
 
 from roastcoffea._native import PhaseHook
 from roastcoffea.instrument import phases
-from roastcoffea.plugin.phases import digest_task_phases
+from roastcoffea.plugin.worker.phases import digest_task_phases
 from roastcoffea.records import drain_local_records
 
 TARGET_MS = 1.0

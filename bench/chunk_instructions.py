@@ -34,7 +34,7 @@ from pathlib import Path
 from chunk_cost import variants
 from common import parse_chunk_bench, phase_hooks, table
 
-from roastcoffea.plugin.phases import digest_task_phases
+from roastcoffea.plugin.worker.phases import digest_task_phases
 from roastcoffea.records import drain_local_records
 
 HERE = Path(__file__).resolve().parent

@@ -44,7 +44,7 @@ from phase_cost import work
 from roastcoffea import _native
 from roastcoffea.instrument import phases
 from roastcoffea.phase_vocabulary import PHASES
-from roastcoffea.plugin.phases import digest_task_phases
+from roastcoffea.plugin.worker.phases import digest_task_phases
 
 #: The variants: None is the idle hooks, a number the clock's cpu_interval.
 VARIANTS = {

@@ -45,7 +45,7 @@ from roastcoffea._native import PhaseHook
 from roastcoffea.demo.analysis import DemoProcessor
 from roastcoffea.instrument import _phase_hooks, phases
 from roastcoffea.instrument.phases import TaskPhases, clock_seconds
-from roastcoffea.plugin.phases import digest_task_phases
+from roastcoffea.plugin.worker.phases import digest_task_phases
 
 
 def work(path: Path, start: int, stop: int) -> None:

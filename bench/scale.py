@@ -56,7 +56,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from roastcoffea import _native
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.plugin import RoastPlugin
-from roastcoffea.plugin.worker import auto_window
+from roastcoffea.plugin.worker.plugin import auto_window
 from roastcoffea.records import decode_records, encode_record
 
 SPAN = "5dc9b908-116b-49a5-b0d7-5a681f49a111"

@@ -33,8 +33,8 @@ from roastcoffea import MetricsCollector, _native, load_measurement, save_measur
 from roastcoffea.demo.tasks import nap
 from roastcoffea.measurement import load_metadata, load_native
 from roastcoffea.plugin import LiveFeed, stop
-from roastcoffea.plugin._compat import topic_subscribers
-from roastcoffea.plugin.live import TOPIC
+from roastcoffea.plugin.dask_versions import topic_subscribers
+from roastcoffea.plugin.protocol import LIVE_TOPIC as TOPIC
 from roastcoffea.records import encode_record
 from roastcoffea.report.live import LiveView
 from roastcoffea.report.summary import print_summary

@@ -6,7 +6,12 @@ Read from the source, so a new file is checked the day it is added:
   worker objects;
 - ``metrics/`` imports no Dask at all;
 - ``report/`` and ``plots/`` import no plugin module;
-- nothing outside ``plugin/`` imports a private name of it.
+- nothing outside ``plugin/`` imports a private name of it;
+- inside ``plugin/``, each role keeps to its room: the worker's code imports nothing of
+  the scheduler's or the client's (a worker loads its own room only), the scheduler's
+  nothing of the client's and of the worker's only the loader it sends, the client's of
+  the scheduler's only :class:`RoastPlugin`, which it registers; the shared leaves
+  (``protocol``, ``dask_versions``, ``task``) import no room.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ def outside(room: str) -> list[tuple[str, ast.Module]]:
 
 def test_the_source_is_found() -> None:
     names = [name for name, _ in modules()]
-    assert "collector.py" in names and "plugin/scheduler.py" in names and len(names) > 40
+    assert "collector.py" in names and "plugin/scheduler/plugin.py" in names and len(names) > 40
 
 
 @pytest.mark.parametrize(("name", "tree"), outside("plugin/"), ids=lambda v: str(v)[:40])
@@ -109,10 +114,50 @@ def test_no_private_name_of_plugin_outside(name: str, tree: ast.Module) -> None:
 def test_the_checks_catch_a_leak() -> None:
     leak = ast.parse(
         "from distributed.worker import thread_state\n"
-        "from roastcoffea.plugin._workers import PLUGIN_NAME\n"
+        "from roastcoffea.plugin._hidden import PLUGIN_NAME\n"
         "x = dask_scheduler.handlers\n"
     )
     with pytest.raises(pytest.fail.Exception):
         test_only_plugin_touches_dask_objects("leak.py", leak)
     with pytest.raises(AssertionError):
         test_no_private_name_of_plugin_outside("leak.py", leak)
+
+
+#: The rooms of plugin/ and, per room, what it may import of the others.
+ROOMS = ("scheduler", "worker", "client")
+ALLOWED = {
+    ("scheduler", "roastcoffea.plugin.worker.loader"),
+    ("client", "roastcoffea.plugin.scheduler.plugin"),
+    ("client", "roastcoffea.plugin.scheduler"),
+}
+SHARED = ("plugin/protocol.py", "plugin/dask_versions.py", "plugin/task.py", "plugin/__init__.py")
+
+
+def room_of(name: str) -> str | None:
+    parts = name.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "plugin" and parts[1] in ROOMS else None
+
+
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t in modules() if room_of(n) or n in SHARED],
+    ids=lambda v: str(v)[:40],
+)
+def test_each_role_keeps_to_its_room(name: str, tree: ast.Module) -> None:
+    room = room_of(name)
+    for module, names in imports(tree):
+        parts = module.split(".")
+        if parts[:2] != ["roastcoffea", "plugin"] or len(parts) < 3 or parts[2] not in ROOMS:
+            continue
+        if parts[2] == room or name == "plugin/__init__.py":
+            continue
+        assert (room, module) in ALLOWED, f"{name} ({room or 'shared'}) imports {module}"
+        if room == "client":
+            assert set(names) <= {"RoastPlugin"}, f"{name} imports {names} of {module}"
+
+
+def test_the_rooms_are_where_a_newcomer_looks() -> None:
+    files = {name for name, _ in modules()}
+    for room in ROOMS:
+        assert f"plugin/{room}/__init__.py" in files
+    assert "plugin/scheduler/plugin.py" in files and "plugin/worker/plugin.py" in files

@@ -12,7 +12,7 @@ from roast_testing import dask_span_metrics, keys, mismatches, our_span_metrics,
 from roastcoffea import RoastPlugin
 from roastcoffea.demo.tasks import burn, combine, nap
 from roastcoffea.plugin import snapshot
-from roastcoffea.plugin._workers import RECORDS_TOPIC
+from roastcoffea.plugin.protocol import RECORDS_TOPIC
 
 BURN_S = NAP_S = 0.2
 N = 4
@@ -152,7 +152,7 @@ def test_missed_payloads_are_recovered_without_a_flush(make_cluster: Any) -> Non
 
 
 def changes_followed(dask_worker: Any) -> bool:
-    from roastcoffea.plugin.worker import _changed_since_heartbeat
+    from roastcoffea.plugin.worker.plugin import _changed_since_heartbeat
 
     tracker = dask_worker.plugins["roastcoffea"]._tracker
     return _changed_since_heartbeat(dask_worker) is not None and "execute" in tracker.followed
@@ -168,7 +168,7 @@ def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[An
     """Sum a phase digest per value, read the heartbeat payload that files it and
     the worker's own total: ``[(in the payload, in digests_total), ...]``."""
     from roastcoffea import _native
-    from roastcoffea.plugin.phases import digest_labels
+    from roastcoffea.phase_vocabulary import digest_labels
 
     plugin = dask_worker.plugins["roastcoffea"]
     layout = (False, ())  # no output measured, no codec

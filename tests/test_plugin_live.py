@@ -13,7 +13,7 @@ N_TASKS = 30
 
 
 def subscribers(dask_scheduler: Any) -> int:
-    from roastcoffea.plugin._compat import topic_subscribers
+    from roastcoffea.plugin.dask_versions import topic_subscribers
 
     return topic_subscribers(dask_scheduler, "roastcoffea")
 

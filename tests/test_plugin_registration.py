@@ -13,7 +13,7 @@ from roast_testing import keys, wait_for
 
 from roastcoffea import RoastPlugin
 from roastcoffea.plugin import snapshot, stop
-from roastcoffea.plugin.worker import auto_window
+from roastcoffea.plugin.worker.plugin import auto_window
 
 
 def roast_scheduler_plugins(client: Client) -> list[tuple[str, int]]:

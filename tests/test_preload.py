@@ -28,7 +28,7 @@ from distributed import Client
 from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector
-from roastcoffea.plugin._workers import PLUGIN_NAME
+from roastcoffea.plugin.protocol import PLUGIN_NAME
 
 pytestmark = pytest.mark.cluster
 

@@ -31,7 +31,7 @@ from roast_testing import wait_for
 
 from roastcoffea import RoastPlugin
 from roastcoffea.plugin import flush, snapshot
-from roastcoffea.plugin.prometheus import CHUNK_DURATION_BUCKETS, FOLDED
+from roastcoffea.plugin.scheduler.prometheus import CHUNK_DURATION_BUCKETS, FOLDED
 
 pytestmark = pytest.mark.cluster
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from roastcoffea.plugin.prometheus import (
+from roastcoffea.plugin.scheduler.prometheus import (
     CHUNK_DURATION_BUCKETS,
     FOLDED,
     ChunkTotals,

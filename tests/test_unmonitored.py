@@ -21,8 +21,8 @@ from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector, RoastPlugin
 from roastcoffea.config import seconds
-from roastcoffea.plugin._loader import _NAME, _STATE_HANDLER
-from roastcoffea.plugin._workers import PLUGIN_NAME, WORKER_STATE_HANDLER
+from roastcoffea.plugin.protocol import PLUGIN_NAME, WORKER_STATE_HANDLER
+from roastcoffea.plugin.worker.loader import _NAME, _STATE_HANDLER
 
 #: sitecustomize of an environment without roastcoffea.
 WITHOUT_ROASTCOFFEA = """

@@ -55,8 +55,8 @@ _LAZY = {
 
 
 async def dask_setup(server: Any) -> None:
-    """``dask scheduler --preload roastcoffea``: see :mod:`roastcoffea.plugin.preload`."""
-    from roastcoffea.plugin.preload import dask_setup as setup
+    """``dask scheduler --preload roastcoffea``: see :mod:`roastcoffea.plugin.scheduler.preload`."""
+    from roastcoffea.plugin.scheduler.preload import dask_setup as setup
 
     await setup(server)
 

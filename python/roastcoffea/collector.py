@@ -24,7 +24,7 @@ thread's submissions are not tagged; :func:`roastcoffea.plugin.run_span`). Dask
 attaches spans per *task group* (the task key's name before its token, e.g. the
 processor class or coffea's ``reduce``), and a task whose group already belongs
 to another span joins it; the plugin puts such tasks back into the run that
-submitted them (``roastcoffea.plugin._runs``). So collectors in sequence or at
+submitted them (``roastcoffea.plugin.scheduler.runs``). So collectors in sequence or at
 the same time, from threads or from other clients, each count their own tasks,
 chunks and phases, whatever their processor classes. The worker time series are
 cluster-wide and cover each collector's time window.
@@ -50,8 +50,7 @@ from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.fine import SPAN_CONTEXTS
 from roastcoffea.plugin import LiveFeed, run_span
-from roastcoffea.plugin.scheduler import check_interval
-from roastcoffea.plugin.session import (
+from roastcoffea.plugin.client.session import (
     WINDOW_PAD,
     ExitDeadline,
     check_reachable,
@@ -176,7 +175,7 @@ class MetricsCollector(AbstractContextManager):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
         self.track_workers = track_workers
         try:
-            interval = check_interval(
+            interval = config.check_interval(
                 config.seconds("interval", worker_tracking_interval), "worker_tracking_interval"
             )
         except TypeError as exc:

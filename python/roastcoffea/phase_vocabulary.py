@@ -34,3 +34,42 @@ ACTIVITY_PREFIXES = ("phase:", "phase-", "decompress:")
 def is_phase_activity(activity: str) -> bool:
     """Whether a digest activity is the phase clock's (it has its own views), not Dask's."""
     return activity.startswith(ACTIVITY_PREFIXES)
+
+
+#: Where a task's digests go in its fine metrics: whether its output was measured,
+#: and the names of the codecs it decompressed with (in the order of its values).
+Layout = tuple[bool, tuple[str, ...]]
+#: A task's fine metrics: its layout and a value per label of :func:`digest_labels`.
+PhaseDigests = tuple[Layout, list[float]]
+#: Layouts whose labels are remembered (a worker sees a handful); beyond, forgotten.
+MAX_LAYOUTS = 256
+_LABELS: dict[Layout, tuple[tuple[str, str], ...]] = {}
+
+
+def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
+    """The ``(activity, unit)`` of each value of a task's digests in ``layout``.
+
+    The worker sends a task's phases as values only, in this order; the scheduler
+    and Dask's filing read them with these labels
+    (``roastcoffea.plugin.worker.phases.phase_digests`` makes the values).
+    """
+    labels = _LABELS.get(layout)
+    if labels is not None:
+        return labels
+    output_measured, codec_names = layout
+    built: list[tuple[str, str]] = []
+    for phase in PHASES:
+        if phase != "output" or output_measured:
+            built += ((PHASE_ACTIVITY.format(phase), WALL), (PHASE_ACTIVITY.format(phase), CPU))
+    built += ((PHASE_ACTIVITY.format("read"), BYTES), (PHASE_ACTIVITY.format("decompress"), BYTES))
+    for name in codec_names:
+        activity = CODEC_ACTIVITY.format(name)
+        built += ((activity, WALL), (activity, CPU), (activity, BYTES), (activity, COMPRESSED))
+    built += ((TASKS_ACTIVITY, COUNT), (CLOCK_ACTIVITY, COUNT))
+    built += ((CLOCK_ACTIVITY, WALL), (CLOCK_ACTIVITY, CPU))
+    if output_measured:
+        built.append((OUTPUTS_ACTIVITY, COUNT))
+    if len(_LABELS) >= MAX_LAYOUTS:
+        _LABELS.clear()
+    labels = _LABELS[layout] = tuple(built)
+    return labels

@@ -96,7 +96,7 @@ span`` of the first task of a (worker, prefix, span) whose arguments hold a
 coffea ``WorkItem``: the processor tasks, whatever coffea named them.
 
 Phase record (``kind="phases"``, ``v=1``): one per task the worker plugin's
-phase clock measured (:mod:`roastcoffea.plugin.phases`): ``task_key, prefix,
+phase clock measured (:mod:`roastcoffea.plugin.worker.phases`): ``task_key, prefix,
 worker, span``, the work item's ``dataset, file, entry_start, entry_stop``,
 the worker ``thread``, ``t_start`` (Dask's start of the task, scheduler clock),
 ``elapsed`` (s), ``wall`` and ``cpu`` (``{phase: seconds}``, ``output`` None

@@ -1,11 +1,15 @@
 """Dask wiring: the scheduler/worker plugin pair and the client-side calls.
 
-Only this package touches Dask internals. :class:`RoastPlugin` runs on the
-scheduler and installs :class:`RoastWorkerPlugin` on every worker; the
-functions :func:`snapshot`, :func:`flush` and :func:`stop` talk to it from a
-client, :class:`LiveFeed` receives its live deltas, :func:`run_span` opens a run's
-span, and
-:mod:`roastcoffea.plugin.session` is a collector's entry and exit.
+Only this package touches Dask internals, in a room per role:
+
+* :mod:`~roastcoffea.plugin.scheduler`: :class:`RoastPlugin`, its sampler, spans and runs,
+  the live stream and the Prometheus export;
+* :mod:`~roastcoffea.plugin.worker`: :class:`RoastWorkerPlugin`, the phase clock's sink and
+  the loader that carries the plugin to a worker;
+* :mod:`~roastcoffea.plugin.client`: :func:`snapshot`, :func:`flush`, :func:`stop`,
+  :class:`LiveFeed`, :func:`run_span` and a collector's session (entry and exit);
+* :mod:`~roastcoffea.plugin.protocol`: the names the halves share (handlers, topics,
+  annotations); :mod:`~roastcoffea.plugin.dask_versions`: what differs between Dask versions.
 
 The names are imported on first use: a worker unpickling its plugin loads
 :mod:`roastcoffea.plugin.worker` and not the scheduler's and client's modules,
@@ -20,19 +24,19 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from roastcoffea.plugin.client import LiveFeed, flush, snapshot, stop
-    from roastcoffea.plugin.run import run_span
-    from roastcoffea.plugin.scheduler import RoastPlugin
-    from roastcoffea.plugin.worker import RoastWorkerPlugin
+    from roastcoffea.plugin.client.calls import LiveFeed, flush, snapshot, stop
+    from roastcoffea.plugin.client.run import run_span
+    from roastcoffea.plugin.scheduler.plugin import RoastPlugin
+    from roastcoffea.plugin.worker.plugin import RoastWorkerPlugin
 
 _LAZY = {
-    "LiveFeed": "roastcoffea.plugin.client",
-    "flush": "roastcoffea.plugin.client",
-    "snapshot": "roastcoffea.plugin.client",
-    "stop": "roastcoffea.plugin.client",
-    "RoastPlugin": "roastcoffea.plugin.scheduler",
-    "RoastWorkerPlugin": "roastcoffea.plugin.worker",
-    "run_span": "roastcoffea.plugin.run",
+    "LiveFeed": "roastcoffea.plugin.client.calls",
+    "flush": "roastcoffea.plugin.client.calls",
+    "snapshot": "roastcoffea.plugin.client.calls",
+    "stop": "roastcoffea.plugin.client.calls",
+    "RoastPlugin": "roastcoffea.plugin.scheduler.plugin",
+    "RoastWorkerPlugin": "roastcoffea.plugin.worker.plugin",
+    "run_span": "roastcoffea.plugin.client.run",
 }
 
 

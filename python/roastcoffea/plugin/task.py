@@ -8,7 +8,7 @@ import dask
 from distributed import get_worker
 from distributed.worker import thread_state
 
-from roastcoffea.plugin._workers import PLUGIN_NAME
+from roastcoffea.plugin.protocol import PLUGIN_NAME
 
 
 class RunningTask(NamedTuple):

@@ -1,7 +1,7 @@
 """The live view: a rich panel fed by the plugin's pushed deltas while a collector runs.
 
 The scheduler publishes one delta per sampler tick on the event topic
-``"roastcoffea"`` (see :mod:`roastcoffea.plugin.live`) while a client listens
+``"roastcoffea"`` (see :mod:`roastcoffea.plugin.scheduler.live`) while a client listens
 (:class:`roastcoffea.plugin.LiveFeed`);
 :class:`LiveView` subscribes, keeps running totals and the rates of the last
 few seconds, and draws them with :class:`rich.live.Live`. It runs only when

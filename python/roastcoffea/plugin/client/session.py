@@ -16,9 +16,9 @@ from typing import Any
 
 from distributed.metrics import time as dask_time
 
-from roastcoffea.plugin._workers import PLUGIN_NAME
-from roastcoffea.plugin.client import flush
-from roastcoffea.plugin.scheduler import FLUSH_HANDLER, SNAPSHOT_HANDLER, RoastPlugin
+from roastcoffea.plugin.client.calls import flush
+from roastcoffea.plugin.protocol import FLUSH_HANDLER, PLUGIN_NAME, SNAPSHOT_HANDLER
+from roastcoffea.plugin.scheduler.plugin import RoastPlugin
 
 #: Padding of a block's window: the series store times in milliseconds, so a
 #: sample taken at the window's edge may be stored up to a millisecond outside.

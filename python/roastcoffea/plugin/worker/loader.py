@@ -2,9 +2,9 @@
 
 Dask unpickles a worker plugin in the worker's ``register-worker`` reply; if
 its class cannot be imported there, the worker fails to start. So the
-scheduler sends :class:`WorkerPluginLoader`, pickled *by value*: this module
-imports nothing of roastcoffea at module level, and a worker without the
-package can unpickle it. Its ``setup`` imports :class:`RoastWorkerPlugin` and
+scheduler sends :class:`WorkerPluginLoader`, pickled *by value*: it takes the
+values of the protocol's names along and nothing of roastcoffea, and a worker
+without the package can unpickle it. Its ``setup`` imports :class:`RoastWorkerPlugin` and
 puts it in its own place in ``worker.plugins``, so the worker then calls the
 real plugin directly. Where the import fails, the worker computes unmonitored
 and says why in its heartbeat metric and in its state handler, which the
@@ -19,14 +19,11 @@ from typing import Any
 import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
 
-#: Key of the answer of a worker that cannot load roastcoffea.
-UNMONITORED = "unmonitored"
-
-#: The worker's heartbeat metric and state handler (PLUGIN_NAME and
-#: WORKER_STATE_HANDLER of roastcoffea.plugin._workers, repeated here so that
-#: nothing of roastcoffea is needed to unpickle this module's class).
-_NAME = "roastcoffea"
-_STATE_HANDLER = "roastcoffea_worker_state"
+# Pickled by value, the class takes these names' values along: a worker needs
+# nothing of roastcoffea to unpickle it.
+from roastcoffea.plugin.protocol import PLUGIN_NAME as _NAME
+from roastcoffea.plugin.protocol import UNMONITORED
+from roastcoffea.plugin.protocol import WORKER_STATE_HANDLER as _STATE_HANDLER
 
 
 class WorkerPluginLoader(WorkerPlugin):
@@ -47,7 +44,7 @@ class WorkerPluginLoader(WorkerPlugin):
     def setup(self, worker: Any) -> Any:
         """Install the real plugin in this one's place, or the unmonitored answers."""
         try:
-            from roastcoffea.plugin.worker import RoastWorkerPlugin
+            from roastcoffea.plugin.worker.plugin import RoastWorkerPlugin
         except Exception as exc:  # any failure to load: never fail the worker
             answer = {UNMONITORED: f"{type(exc).__name__}: {exc}"}
             worker.metrics[_NAME] = lambda _worker: answer

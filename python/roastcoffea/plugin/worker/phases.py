@@ -31,29 +31,8 @@ from distributed.metrics import context_meter
 from distributed.worker import thread_state
 
 from roastcoffea.instrument.phases import TaskPhases, clock_seconds
-from roastcoffea.phase_vocabulary import (
-    BYTES,
-    CLOCK_ACTIVITY,
-    CODEC_ACTIVITY,
-    COMPRESSED,
-    COUNT,
-    CPU,
-    OUTPUTS_ACTIVITY,
-    PHASE_ACTIVITY,
-    PHASES,
-    TASKS_ACTIVITY,
-    WALL,
-)
+from roastcoffea.phase_vocabulary import PHASES, PhaseDigests, digest_labels
 from roastcoffea.plugin.task import running_task
-
-#: Where a task's digests go in its fine metrics: whether its output was measured,
-#: and the names of the codecs it decompressed with (in the order of its values).
-Layout = tuple[bool, tuple[str, ...]]
-#: A task's fine metrics: its layout and a value per label of :func:`digest_labels`.
-PhaseDigests = tuple[Layout, list[float]]
-#: Layouts whose labels are remembered (a worker sees a handful); beyond, forgotten.
-MAX_LAYOUTS = 256
-_LABELS: dict[Layout, tuple[tuple[str, str], ...]] = {}
 
 
 def digest_task_phases(task: TaskPhases) -> None:
@@ -81,8 +60,9 @@ def phase_digests(
     cpu: dict[str, float],
     codecs: dict[str, list[float]],
 ) -> PhaseDigests:
-    """The fine metrics of a task's phases, its ``other`` closed: the values, in the
-    order of the ``(activity, unit)`` labels its layout has (:func:`digest_labels`).
+    """The fine metrics of a task's phases, its ``other`` closed: the values, in the order
+    of the ``(activity, unit)`` labels of its layout
+    (:func:`~roastcoffea.phase_vocabulary.digest_labels`).
 
     Values without their labels: a worker sums them per span, prefix and layout
     element by element, and files each label once per heartbeat.
@@ -98,30 +78,6 @@ def phase_digests(
     if task.output_measured:
         values.append(1)
     return (task.output_measured, tuple(codecs)), values
-
-
-def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
-    """The ``(activity, unit)`` of each value :func:`phase_digests` makes for ``layout``."""
-    labels = _LABELS.get(layout)
-    if labels is not None:
-        return labels
-    output_measured, codec_names = layout
-    built: list[tuple[str, str]] = []
-    for phase in PHASES:
-        if phase != "output" or output_measured:
-            built += ((PHASE_ACTIVITY.format(phase), WALL), (PHASE_ACTIVITY.format(phase), CPU))
-    built += ((PHASE_ACTIVITY.format("read"), BYTES), (PHASE_ACTIVITY.format("decompress"), BYTES))
-    for name in codec_names:
-        activity = CODEC_ACTIVITY.format(name)
-        built += ((activity, WALL), (activity, CPU), (activity, BYTES), (activity, COMPRESSED))
-    built += ((TASKS_ACTIVITY, COUNT), (CLOCK_ACTIVITY, COUNT))
-    built += ((CLOCK_ACTIVITY, WALL), (CLOCK_ACTIVITY, CPU))
-    if output_measured:
-        built.append((OUTPUTS_ACTIVITY, COUNT))
-    if len(_LABELS) >= MAX_LAYOUTS:
-        _LABELS.clear()
-    labels = _LABELS[layout] = tuple(built)
-    return labels
 
 
 def phase_record(

@@ -8,7 +8,7 @@ processor class share its groups (and coffea's ``automatic_retries`` and
 
 The collector therefore annotates every task of its block with its own span id
 (:data:`RUN_ANNOTATION`), and makes that span exist on the scheduler before its
-first task (:func:`roastcoffea.plugin.run.run_span`). When the scheduler sees a
+first task (:func:`roastcoffea.plugin.client.run.run_span`). When the scheduler sees a
 new task whose group's span lies outside its run's span, :class:`RunPlacement`
 
 * files the task's transitions under the run's span (the ``runs`` dict that the
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roastcoffea.plugin._compat import spans_extension
-from roastcoffea.plugin._workers import PLACED_ANNOTATION, RUN_ANNOTATION
+from roastcoffea.plugin.dask_versions import spans_extension
+from roastcoffea.plugin.protocol import PLACED_ANNOTATION, RUN_ANNOTATION
 
 
 class RunPlacement:

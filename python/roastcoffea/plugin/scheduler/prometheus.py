@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from roastcoffea import phase_vocabulary as vocab
-from roastcoffea.plugin._workers import worker_values
+from roastcoffea.plugin.scheduler.workers import worker_values
 
 logger = logging.getLogger(__name__)
 

@@ -37,15 +37,15 @@ from distributed.worker import thread_state
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks
 from roastcoffea.instrument import phases as phase_clock
-from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES
-from roastcoffea.plugin._workers import (
+from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES, PhaseDigests, digest_labels
+from roastcoffea.plugin.protocol import (
     FINAL_STATE_TOPIC,
     PLACED_ANNOTATION,
     PLUGIN_NAME,
     RECORDS_TOPIC,
     WORKER_STATE_HANDLER,
 )
-from roastcoffea.plugin.phases import PhaseDigests, digest_labels, digest_task_phases
+from roastcoffea.plugin.worker.phases import digest_task_phases
 from roastcoffea.records import (
     RECORD_VERSION,
     chunk_totals,
@@ -463,13 +463,13 @@ class RoastWorkerPlugin(WorkerPlugin):
     def add_phases(
         self, key: Any, record: dict[str, Any], digests: PhaseDigests | None = None
     ) -> bool:
-        """Take a task's phase record and its fine metrics (:mod:`roastcoffea.plugin.phases`).
+        """Take a task's phase record and its fine metrics (:mod:`.phases`).
 
         Called in the task's thread. Adds the task's identity and moves
         ``t_start`` to the scheduler clock, as chunk records are; the record
         is sent from the event loop when the task ends (sending from the
         task's thread would wake the loop and hand it the GIL mid-task), and
-        ``digests`` (:func:`~roastcoffea.plugin.phases.phase_digests`) go with the
+        ``digests`` (:func:`~roastcoffea.plugin.worker.phases.phase_digests`) go with the
         record, in the same message, so the scheduler counts the task's phases
         for every result it knows of, even when the worker dies before its next
         heartbeat; they are also added to the sums the plugin files with
@@ -821,7 +821,7 @@ def _execute_in_run_span(ts: Any) -> None:
     The span Dask executes a task in (``TaskState.span_id``, read when the task
     is handed to its thread, after this hook) files the task's fine metrics;
     the scheduler marks only tasks of a run that Dask grouped under another
-    run's span, and only with a span it knows (:mod:`roastcoffea.plugin._runs`).
+    run's span, and only with a span it knows (:mod:`roastcoffea.plugin.scheduler.runs`).
     """
     annotations = ts.annotations
     run = annotations.get(PLACED_ANNOTATION) if annotations else None

@@ -7,25 +7,7 @@ import math
 from typing import Any
 
 from roastcoffea import _native
-from roastcoffea.plugin._loader import UNMONITORED
-
-#: Metric name of the worker payload in ``worker.metrics`` / ``ws.metrics``,
-#: and the name of both plugins.
-PLUGIN_NAME = "roastcoffea"
-
-#: Worker RPC handler that answers with the worker's full payload.
-WORKER_STATE_HANDLER = "roastcoffea_worker_state"
-
-#: Event topic on which workers send instrumentation records to the scheduler.
-RECORDS_TOPIC = "roastcoffea-records"
-#: Event topic of a worker's full state sent as it closes: what its last heartbeat missed.
-FINAL_STATE_TOPIC = "roastcoffea-final-state"
-
-#: Task annotation a collector puts on every task of its block: its span id
-#: (roastcoffea.plugin._runs).
-RUN_ANNOTATION = "roastcoffea-run"
-#: Task annotation the scheduler puts on a task it placed in its run's span: that span id.
-PLACED_ANNOTATION = "roastcoffea-placed"
+from roastcoffea.plugin.protocol import PLUGIN_NAME, UNMONITORED, WORKER_STATE_HANDLER
 
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
 COLUMNS: tuple[str, ...] = _native.SERIES_COLUMNS

@@ -15,16 +15,16 @@ from typing import Any
 from distributed.metrics import time
 from tornado.ioloop import PeriodicCallback
 
-from roastcoffea.plugin._departures import Departures
-from roastcoffea.plugin._spans import SpanTree
-from roastcoffea.plugin._workers import (
+from roastcoffea.plugin.scheduler.departures import Departures
+from roastcoffea.plugin.scheduler.live import LiveStream
+from roastcoffea.plugin.scheduler.spans import SpanTree
+from roastcoffea.plugin.scheduler.workers import (
     Unmonitored,
     fetch_full_state,
     unmonitored_reason,
     worker_payload,
     worker_values,
 )
-from roastcoffea.plugin.live import LiveStream
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from roastcoffea import _native, config
-from roastcoffea.plugin.live import TOPIC
-from roastcoffea.plugin.scheduler import (
-    FLUSH_HANDLER,
-    SNAPSHOT_HANDLER,
-    STOP_HANDLER,
-)
+from roastcoffea.plugin.protocol import FLUSH_HANDLER, LIVE_TOPIC, SNAPSHOT_HANDLER, STOP_HANDLER
 
 _NOT_REGISTERED = (
     "the roastcoffea plugin is not registered on this cluster's scheduler "
@@ -170,7 +165,7 @@ class LiveFeed:
         ----------
         handler : callable
             Receives each event of the plugin's topic (see
-            :mod:`roastcoffea.plugin.live` for the delta's keys).
+            :mod:`roastcoffea.plugin.scheduler.live` for the delta's keys).
 
         Returns
         -------
@@ -190,7 +185,7 @@ class LiveFeed:
 
         handle._roastcoffea_live = True  # type: ignore[attr-defined]
         try:
-            self.client.subscribe_topic(TOPIC, handle)
+            self.client.subscribe_topic(LIVE_TOPIC, handle)
         except Exception:
             self._release()
             raise
@@ -203,12 +198,12 @@ class LiveFeed:
             return
         self._subscribed = False
         try:
-            self.client.unsubscribe_topic(TOPIC)
+            self.client.unsubscribe_topic(LIVE_TOPIC)
             # distributed's unsubscribe_topic only tells the scheduler; the
             # client would keep the handler and refuse the next subscription.
             handlers = getattr(self.client, "_event_handlers", {})
-            if getattr(handlers.get(TOPIC), "_roastcoffea_live", False):
-                del handlers[TOPIC]
+            if getattr(handlers.get(LIVE_TOPIC), "_roastcoffea_live", False):
+                del handlers[LIVE_TOPIC]
         finally:
             self._release()
 
@@ -223,7 +218,7 @@ class LiveFeed:
         the scheduler cannot say whether a subscription is still on its way,
         so any handler that is not ours is left alone.
         """
-        existing = getattr(self.client, "_event_handlers", {}).get(TOPIC)
+        existing = getattr(self.client, "_event_handlers", {}).get(LIVE_TOPIC)
         if existing is None or getattr(existing, "_roastcoffea_live", False):
             return None
-        return f"the client already has a handler for topic {TOPIC!r}"
+        return f"the client already has a handler for topic {LIVE_TOPIC!r}"

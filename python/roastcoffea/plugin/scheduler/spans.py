@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roastcoffea.plugin._compat import spans_extension
+from roastcoffea.plugin.dask_versions import spans_extension
 
 
 class SpanTree:

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from roastcoffea.plugin._compat import topic_subscribers
-from roastcoffea.plugin._workers import PLUGIN_NAME, worker_values
-
-#: Event topic of the live stream.
-TOPIC = PLUGIN_NAME
+from roastcoffea.plugin.dask_versions import topic_subscribers
+from roastcoffea.plugin.protocol import LIVE_TOPIC
+from roastcoffea.plugin.scheduler.workers import worker_values
 
 
 def _finished_counts(scheduler: Any) -> tuple[int, int]:
@@ -105,7 +103,7 @@ class LiveStream:
             True when a delta was published.
         """
         # None means this Dask does not say: publish anyway (events are bounded).
-        if topic_subscribers(self._scheduler, TOPIC) == 0:
+        if topic_subscribers(self._scheduler, LIVE_TOPIC) == 0:
             self._last = None
             self._chunks = [0, 0, 0]
             self._phases = {}
@@ -119,7 +117,7 @@ class LiveStream:
             return False
         dt = now - last[0]
         self._scheduler.log_event(
-            TOPIC,
+            LIVE_TOPIC,
             {
                 "time": now,
                 "interval": dt,

@@ -2,9 +2,9 @@
 
 :func:`run_span` is what :class:`~roastcoffea.MetricsCollector` enters for its
 block. Besides ``distributed.span``, it annotates every task submitted in the
-block with the span's id (:data:`~roastcoffea.plugin._workers.RUN_ANNOTATION`),
+block with the span's id (:data:`~roastcoffea.plugin.scheduler.workers.RUN_ANNOTATION`),
 so that the scheduler plugin can put the tasks Dask grouped under another run's
-span back into this one (:mod:`roastcoffea.plugin._runs`).
+span back into this one (:mod:`roastcoffea.plugin.scheduler.runs`).
 
 The scheduler must know the span before it can place a task there, and Dask
 creates a span only for a task whose group has none yet: when every group of
@@ -24,7 +24,7 @@ from typing import Any
 import dask
 import distributed
 
-from roastcoffea.plugin._workers import RUN_ANNOTATION
+from roastcoffea.plugin.protocol import RUN_ANNOTATION
 
 #: Prefix of the task that declares a run's span (it never runs).
 DECLARATION_PREFIX = "roastcoffea-run"

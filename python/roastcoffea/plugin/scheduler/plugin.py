@@ -8,7 +8,7 @@ Its ``start`` builds the native aggregator, points the ``transition`` hook
 straight at the aggregator's C method, starts the sampler, adds the RPC
 handlers ``roastcoffea_snapshot``, ``roastcoffea_flush`` and
 ``roastcoffea_stop``, adds its series to the Prometheus registry that the
-scheduler's ``/metrics`` serves (roastcoffea.plugin.prometheus), and installs
+scheduler's ``/metrics`` serves (roastcoffea.plugin.scheduler.prometheus), and installs
 :class:`RoastWorkerPlugin` on every current and future worker. No hook ever
 raises into Dask: failures are counted in the aggregator (``errors`` of every
 snapshot) and logged at debug level.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,80 +26,29 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
 from roastcoffea import _native, config
-from roastcoffea.plugin._compat import register_worker_plugin
-from roastcoffea.plugin._loader import dumps_by_value
-from roastcoffea.plugin._runs import RunPlacement
-from roastcoffea.plugin._workers import (
+from roastcoffea.phase_vocabulary import digest_labels
+from roastcoffea.plugin.dask_versions import register_worker_plugin
+from roastcoffea.plugin.protocol import (
     FINAL_STATE_TOPIC,
+    FLUSH_HANDLER,
     PLUGIN_NAME,
     RECORDS_TOPIC,
-    Unmonitored,
+    SNAPSHOT_HANDLER,
+    STOP_HANDLER,
 )
-from roastcoffea.plugin.phases import digest_labels
-from roastcoffea.plugin.prometheus import PrometheusExport, available, start_export, stop_export
-from roastcoffea.plugin.sampler import Sampler
+from roastcoffea.plugin.scheduler.prometheus import (
+    PrometheusExport,
+    available,
+    start_export,
+    stop_export,
+)
+from roastcoffea.plugin.scheduler.runs import RunPlacement
+from roastcoffea.plugin.scheduler.sampler import Sampler
+from roastcoffea.plugin.scheduler.workers import Unmonitored
+from roastcoffea.plugin.worker.loader import dumps_by_value
 from roastcoffea.records import decode_record, read_chunk_totals
 
 logger = logging.getLogger(__name__)
-
-#: Smallest series store the native layer accepts.
-MIN_SERIES_CAP_BYTES = 64 << 10
-#: Largest ring the native layer accepts.
-MAX_RING_CAPACITY = 1 << 30
-#: Bounds of the sampler interval, in seconds.
-MIN_INTERVAL = 0.01
-MAX_INTERVAL = 3600.0
-
-SNAPSHOT_HANDLER = "roastcoffea_snapshot"
-FLUSH_HANDLER = "roastcoffea_flush"
-STOP_HANDLER = "roastcoffea_stop"
-
-
-def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
-
-
-def check_interval(value: Any, name: str = "interval") -> float:
-    """A sampler interval in seconds, between :data:`MIN_INTERVAL` and :data:`MAX_INTERVAL`.
-
-    Raises
-    ------
-    TypeError
-        For a value that is not a number.
-    ValueError
-        For a number outside the bounds (a longer interval would hold back
-        every worker payload for longer than any run needs).
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not (MIN_INTERVAL <= value <= MAX_INTERVAL):
-        raise ValueError(
-            f"{name} must be a number of seconds in [{MIN_INTERVAL}, {MAX_INTERVAL}], got {value!r}"
-        )
-    return float(value)
-
-
-def check_phase_cpu_interval(value: Any) -> float:
-    """Seconds between the phase clock's CPU clock reads: a finite number >= 0.
-
-    Raises
-    ------
-    TypeError
-        For a value that is not a number.
-    ValueError
-        For a negative or infinite number.
-    """
-    name = "phase_cpu_interval"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not (0.0 <= value < math.inf):
-        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-    return float(value)
 
 
 class RoastPlugin(SchedulerPlugin):
@@ -171,19 +119,23 @@ class RoastPlugin(SchedulerPlugin):
         phase_cpu_interval: float | None = None,
         phases: bool | None = None,
     ) -> None:
-        self.interval = check_interval(config.seconds("interval", interval))
-        self.phase_cpu_interval = check_phase_cpu_interval(
+        self.interval = config.check_interval(config.seconds("interval", interval))
+        self.phase_cpu_interval = config.check_phase_cpu_interval(
             config.seconds("phase-cpu-interval", phase_cpu_interval)
         )
         phases = config.setting("phases", phases)
         if not isinstance(phases, bool):
             raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
         self.phases = phases
-        self.window = None if window is None else _integer("window", window, 1)
+        self.window = None if window is None else config.whole_number("window", window, 1)
         ring_capacity = config.setting("ring-capacity", ring_capacity)
-        self.ring_capacity = _integer("ring_capacity", ring_capacity, 1, MAX_RING_CAPACITY)
+        self.ring_capacity = config.whole_number(
+            "ring_capacity", ring_capacity, 1, config.MAX_RING_CAPACITY
+        )
         series_cap_bytes = config.byte_count("series-cap-bytes", series_cap_bytes)
-        self.series_cap_bytes = _integer("series_cap_bytes", series_cap_bytes, MIN_SERIES_CAP_BYTES)
+        self.series_cap_bytes = config.whole_number(
+            "series_cap_bytes", series_cap_bytes, config.MIN_SERIES_CAP_BYTES
+        )
         live = config.setting("live", live)
         if not isinstance(live, bool):
             raise TypeError(f"live must be a bool, not {type(live).__name__}")
@@ -273,7 +225,7 @@ class RoastPlugin(SchedulerPlugin):
         scheduler.handlers[STOP_HANDLER] = self._handle_stop
         if self.prometheus and available():
             bounds = {
-                name.replace("-", "_"): _integer(
+                name.replace("-", "_"): config.whole_number(
                     f"prometheus-max-{name}", config.setting(f"prometheus-max-{name}"), 1
                 )
                 for name in ("prefixes", "datasets", "activities", "workers")
@@ -326,7 +278,7 @@ class RoastPlugin(SchedulerPlugin):
         """Keep records (:data:`RECORDS_TOPIC`), last states of closing workers, closing notices.
 
         A worker logs ``closing-worker`` on its own address before an orderly
-        close (see ``roastcoffea.plugin._departures``). Never raises; a
+        close (see ``roastcoffea.plugin.scheduler.departures``). Never raises; a
         malformed record is counted.
         """
         if self.sampler is None:
@@ -390,7 +342,7 @@ class RoastPlugin(SchedulerPlugin):
 
         ``entry`` is ``[span, prefix, output measured, [codec, ...], [value, ...]]``
         (the worker's ``_phases_entry``); the values are labelled as
-        :func:`~roastcoffea.plugin.phases.digest_labels` says. Counted when malformed.
+        :func:`~roastcoffea.phase_vocabulary.digest_labels` says. Counted when malformed.
         """
         try:
             span, prefix, output_measured, codecs, values = entry
@@ -403,7 +355,7 @@ class RoastPlugin(SchedulerPlugin):
         """Place a run's new tasks that Dask grouped under another span (Dask hook).
 
         Runs after Dask gave the new tasks their spans and before it sends them to
-        workers (:mod:`roastcoffea.plugin._runs`). Never raises.
+        workers (:mod:`roastcoffea.plugin.scheduler.runs`). Never raises.
         """
         if self.placement is None or not annotations:
             return
@@ -421,7 +373,7 @@ class RoastPlugin(SchedulerPlugin):
     async def _install_worker_plugin(self) -> None:
         """Install RoastWorkerPlugin everywhere; failures are counted and logged.
 
-        What travels is a loader pickled by value (roastcoffea.plugin._loader),
+        What travels is a loader pickled by value (roastcoffea.plugin.worker.loader),
         so a worker that cannot import roastcoffea still starts and computes.
         """
         plugin = dumps_by_value(
@@ -481,7 +433,7 @@ class RoastPlugin(SchedulerPlugin):
         unmonitored workers (that could not load roastcoffea, now or before
         they left) are not waited for. ``departures`` lists the workers that
         left since ``since`` (scheduler clock; None: none), see
-        ``roastcoffea.plugin._departures``.
+        ``roastcoffea.plugin.scheduler.departures``.
         """
         with self._guard("flush", reraise=True):
             timeout = config.seconds("flush-timeout", timeout)
