@@ -17,7 +17,7 @@ CTEST_DIR  := build/ctest
 FUZZ_DIR   := build/fuzz
 FUZZ_SECONDS ?= 60
 
-NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] native/include/roast/*.h plugin/*.[ch])
+NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] native/include/roast/*.h plugin/*.[ch] plugin/*/*.[ch])
 # The editable install maps each module by name: a module added or removed
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)

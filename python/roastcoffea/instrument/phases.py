@@ -9,7 +9,7 @@ are therefore exclusive: a basket decompressed while building an array counts
 as ``decompress``, not twice. Charging is by construction complete: the phases
 of a task add up to the time the clock ran.
 
-The clock is native (``plugin/phaseclock.c``, its arithmetic in
+The clock is native (``plugin/worker/phaseclock.c``, its arithmetic in
 ``native/src/phases.c``): the hooks run hundreds of times per chunk, and a
 hooked call that only charges its time to a phase costs no Python frame. It is
 the calling thread's (:func:`current`) while one task runs. Nothing here knows

@@ -30,7 +30,7 @@
  * none runs (no str(), no allocation of Python objects) between the first
  * and the last change of a payload's bookkeeping, so each call sees a
  * consistent tracker. */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * frames on a task's stack; as an Around they are none: the bookkeeping runs
  * in enter and leave, Python functions called before and after, whose frames
  * are gone while func runs. */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 typedef struct {
     PyObject_HEAD

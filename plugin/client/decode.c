@@ -1,7 +1,7 @@
 /* decode: the module-level decoders of outside bytes. Malformed input is a
  * DecodeError (a ValueError) carrying the native decoder's message; a wrong argument type is
  * a TypeError. Nothing is read outside the given buffer (native/ checks). */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 #include <math.h>
 

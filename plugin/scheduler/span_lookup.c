@@ -12,7 +12,7 @@
  * task_groups has one entry per collection, so it stays in the cache. The
  * other key forms, and a group task_groups does not hold, take the tasks
  * dict. */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* convert: native tables -> the Python data of docs/architecture.md ("The
  * snapshot as Python data"). Used for Aggregator.to_dict, decode_snapshot
  * and state_from_json alike, so the three can only agree. */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 #include <math.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * arithmetic is native/src/phases.c; a failure of the clock (a call past
  * the stack it keeps) is counted in the task's `errors`, never raised into
  * the analysis. */
-#include "roastpy.h"
+#include "../roastpy.h"
 
 #include <time.h>
 

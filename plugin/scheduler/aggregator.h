@@ -3,7 +3,7 @@
 #ifndef ROASTPY_AGGREGATOR_H
 #define ROASTPY_AGGREGATOR_H
 
-#include "roastpy.h"
+#include "../roastpy.h"
 
 typedef struct {
     PyObject_HEAD
