@@ -14,12 +14,13 @@ Each message is a plain dict (msgpack-able, string keys)::
      "chunks": int,            # coffea chunk records that arrived since the previous delta
      "chunk_events": int,      # Σ num_events of those chunks
      "chunk_bytes": int,       # Σ bytes read by those chunks (file open included when known)
-     "phases": {phase: float}, # Σ wall seconds per phase of the tasks whose phase records came
+     "phases": {phase: float}, # Σ wall seconds per phase of the tasks that ended since
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
 
-The chunk and phase figures come from the records workers send on their
-event stream (decoded by the plugin only while someone listens), each counted
-in the delta after it arrived.
+The chunk figures come with the records workers send on their event stream
+(the totals beside them: no record is decoded), the phase seconds from the
+aggregator's digests, which each task's phases reach with its records; each is
+counted in the delta after it arrived.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roastcoffea import phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import topic_subscribers
 from roastcoffea.plugin.protocol import LIVE_TOPIC
 from roastcoffea.plugin.scheduler.workers import worker_values
@@ -43,16 +45,19 @@ def _finished_counts(scheduler: Any) -> tuple[int, int]:
     return memory, erred
 
 
-def _phase_seconds(record: dict[str, Any]) -> dict[str, float]:
-    """The wall seconds per phase of a phase record (unmeasured phases left out)."""
-    wall = record.get("wall")
-    if not isinstance(wall, dict):
-        return {}
-    return {
-        str(phase): float(seconds)
-        for phase, seconds in wall.items()
-        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-    }
+def _phase_totals(aggregator: Any) -> dict[str, float]:
+    """Wall seconds per phase of every measured task so far, summed over workers: the
+    aggregator's digests, as the Prometheus export reads them."""
+    totals: dict[str, float] = {}
+    for (_, activity, unit), value in aggregator.digest_totals("execute", "worker").items():
+        phase = _PHASE_OF.get(activity)
+        if phase is not None and unit == vocab.WALL:
+            totals[phase] = totals.get(phase, 0.0) + value
+    return totals
+
+
+#: The phase of each phase activity.
+_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
 
 
 class LiveStream:
@@ -68,10 +73,9 @@ class LiveStream:
         self._scheduler = scheduler
         self._aggregator = aggregator
         self._last: tuple[float, int, int, int] | None = None
-        # Chunks, events and bytes of the chunk records since the previous delta, and
-        # the phase seconds of the phase records.
+        self._last_phases: dict[str, float] = {}
+        # Chunks, events and bytes of the chunk records since the previous delta.
         self._chunks = [0, 0, 0]
-        self._phases: dict[str, float] = {}
 
     @property
     def listening(self) -> bool:
@@ -84,12 +88,6 @@ class LiveStream:
             self._chunks[0] += 1
             self._chunks[1] += events
             self._chunks[2] += nbytes
-
-    def add_phases(self, record: dict[str, Any]) -> None:
-        """Count a decoded phase record a worker sent, for the next delta."""
-        if self.listening and record.get("kind") == "phases":
-            for phase, seconds in _phase_seconds(record).items():
-                self._phases[phase] = self._phases.get(phase, 0.0) + seconds
 
     def tick(self, now: float) -> bool:
         """Publish one delta if a client is subscribed.
@@ -106,10 +104,11 @@ class LiveStream:
         if topic_subscribers(self._scheduler, LIVE_TOPIC) == 0:
             self._last = None
             self._chunks = [0, 0, 0]
-            self._phases = {}
             return False
         (chunks, chunk_events, chunk_bytes), self._chunks = self._chunks, [0, 0, 0]
-        phases, self._phases = self._phases, {}
+        totals = _phase_totals(self._aggregator)
+        phases = {p: v - self._last_phases.get(p, 0.0) for p, v in totals.items()}
+        self._last_phases = totals
         memory, erred = _finished_counts(self._scheduler)
         events = int(self._aggregator.counters["events"])
         last, self._last = self._last, (now, memory, erred, events)

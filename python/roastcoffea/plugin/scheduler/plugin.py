@@ -46,7 +46,7 @@ from roastcoffea.plugin.scheduler.runs import RunPlacement
 from roastcoffea.plugin.scheduler.sampler import Sampler
 from roastcoffea.plugin.scheduler.workers import Unmonitored
 from roastcoffea.plugin.worker.loader import dumps_by_value
-from roastcoffea.records import decode_record, read_chunk_totals
+from roastcoffea.records import read_chunk_totals
 
 logger = logging.getLogger(__name__)
 
@@ -298,10 +298,10 @@ class RoastPlugin(SchedulerPlugin):
     def _add_records(self, msg: dict[str, Any]) -> None:
         """Store a task's records with their span; count its chunks in the running totals.
 
-        ``msg`` holds the records' bytes (``data``), their ``span`` and the
+        ``msg`` holds the records' bytes (``data``), their ``span``, the
         :func:`~roastcoffea.records.chunk_totals` of the chunk records among them
-        (``chunks``), so the records are decoded here only while a client listens
-        to the live stream (for the phase records' seconds).
+        (``chunks``) and the task's phase digests (``phases``): the scheduler
+        never decodes a record.
         """
         worker, data, span = msg["worker"], msg["data"], msg.get("span")
         items = data if isinstance(data, (list, tuple)) else [data]  # Dask delivers tuples
@@ -329,13 +329,6 @@ class RoastPlugin(SchedulerPlugin):
                 live.add_chunk(events, nbytes)
             if self.export is not None:
                 self.export.chunks.add(dataset, events, nbytes, duration)
-        if live is None:
-            return
-        for item in items:
-            try:
-                live.add_phases(decode_record(item))
-            except ValueError:
-                self._count_error("record_decode")
 
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.
