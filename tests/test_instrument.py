@@ -36,7 +36,7 @@ from roastcoffea.instrument import (
     track_section,
     track_time,
 )
-from roastcoffea.plugin.worker.plugin import holds_work_item
+from roastcoffea.plugin.worker.work_items import holds_work_item
 from roastcoffea.records import (
     decode_record,
     decode_records,

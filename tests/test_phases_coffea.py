@@ -240,9 +240,9 @@ def test_a_task_whose_records_overflow_files_its_phase_digests_once(
     own.register_plugin(RoastPlugin())
 
     def no_room() -> None:
-        from roastcoffea.plugin import worker
+        from roastcoffea.plugin.worker import outbox
 
-        worker.MAX_PENDING_CHUNKS = 0
+        outbox.MAX_PENDING_CHUNKS = 0
 
     def counters(dask_worker: Any) -> dict[str, int]:
         return dask_worker.plugins["roastcoffea"].instrument_counters()

@@ -177,7 +177,7 @@ def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[An
     key = ("execute", span_id, "summed", activity, unit)
     seen = []
     for value in values:
-        plugin._sum_phases((span_id, "summed"), (layout, [value] * len(labels)))
+        plugin._phase_sums.add((span_id, "summed"), (layout, [value] * len(labels)))
         payload = _native.decode_payload(plugin._payload(dask_worker))["digests"]
         seen.append((payload.get(key), dask_worker.digests_total.get(key)))
     return seen
