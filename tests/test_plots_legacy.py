@@ -681,3 +681,21 @@ def test_missing_data_raises_value_error_naming_it(
 def test_throughput_with_tracking_data_lacking_worker_counts(metrics: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="'worker_counts'"):
         throughput.plot_throughput_timeline(metrics["chunk_info"], {"worker_cpu": {}})
+
+
+def test_per_task_plots_take_the_3_tuple_keys_of_0_1_2() -> None:
+    """0.1.2 read span metrics keyed (context, prefix, activity) in the plot's unit."""
+    old = {
+        ("execute", "process", "thread-cpu"): 2.0,
+        ("execute", "process", "thread-noncpu"): 0.5,
+        ("execute", "reduce", "thread-cpu"): 1.0,
+    }
+    _, ax = per_task.plot_per_task_cpu_io(old)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["process", "reduce"]
+    heights = bar_heights(ax)
+    assert heights["CPU (thread-cpu)"] == [2.0, 1.0]
+    assert heights["non-CPU (thread-noncpu)"] == [0.5, 0.0]
+    assert per_task.extract_per_task_metrics(old) == {
+        "process": {"thread-cpu": 2.0, "thread-noncpu": 0.5},
+        "reduce": {"thread-cpu": 1.0},
+    }

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -45,10 +44,12 @@ import distributed
 
 from roastcoffea import _native, config
 from roastcoffea._gc import paused as paused_gc
+from roastcoffea.compat_0_1_2.collector import CollectorApi012
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
-from roastcoffea.metrics.fine import SPAN_CONTEXTS
+from roastcoffea.metrics.departures import cluster_shape, sort_departures
+from roastcoffea.metrics.fine import span_metrics
 from roastcoffea.plugin import LiveFeed, run_span
 from roastcoffea.plugin.client.session import (
     WINDOW_PAD,
@@ -65,8 +66,6 @@ logger = logging.getLogger(__name__)
 
 #: Name of the Dask span a collector opens.
 SPAN_NAME = "coffea-processing"
-#: Key under which roastcoffea 0.1.2's decorator put chunk records in the output.
-OUTPUT_KEY = "__roastcoffea_metrics__"
 
 
 def _check_client(client: Any) -> Any:
@@ -91,27 +90,7 @@ def _check_prefixes(value: Any) -> set[str] | None:
     return prefixes
 
 
-def _span_metrics(snapshot: dict[str, Any], span_ids: set[str]) -> dict[tuple, float]:
-    """Digests of the spans summed over workers: Dask's ``Span.cumulative_worker_metrics``."""
-    out: dict[tuple, float] = {}
-    for (_, context, span, prefix, activity, unit), value in snapshot["digests"].items():
-        if context in SPAN_CONTEXTS and span in span_ids:
-            key = (context, prefix, activity, unit)
-            out[key] = out.get(key, 0) + value
-    return out
-
-
-def _record_identity(record: dict[str, Any]) -> tuple:
-    return (
-        record.get("dataset"),
-        record.get("file"),
-        record.get("entry_start"),
-        record.get("entry_stop"),
-        record.get("t_start"),
-    )
-
-
-class MetricsCollector(AbstractContextManager):
+class MetricsCollector(CollectorApi012, AbstractContextManager):
     """Collects the metrics of the work submitted inside its ``with`` block.
 
     With an asynchronous client (``Client(asynchronous=True)``), use
@@ -397,31 +376,16 @@ class MetricsCollector(AbstractContextManager):
 
     def _compute_span_metrics(self) -> None:
         assert self.snapshot is not None
-        self.span_metrics = _span_metrics(self.snapshot, self.span_ids)
+        self.span_metrics = span_metrics(self.snapshot, self.span_ids)
 
     def _sort_workers(self) -> None:
         """Workers of the window that died, were retired, came back, or ran unmonitored."""
         assert self.snapshot is not None
-        t_from, t_to = self._window
-        workers = self.snapshot["workers"]
-        left = []
-        for departure in self._departures:
-            if departure["removed"] <= t_to:
-                info = workers.get(departure["address"]) or {}
-                left.append({**departure, "added": info.get("added")})
-        self.lost_workers = [d for d in left if d["kind"] == "lost"]
-        self.retired_workers = [d for d in left if d["kind"] == "retired"]
-        self.restarted_workers = [d for d in self.lost_workers if d["restarted_as"] is not None]
-        present = {
-            address
-            for address, info in workers.items()
-            if info["added"] <= t_to and (info["removed"] is None or info["removed"] >= t_from)
-        }
-        self.unmonitored_workers = [
-            {"address": address, "reason": reason}
-            for address, reason in sorted(self._unmonitored.items())
-            if address in present
-        ]
+        sorted_ = sort_departures(
+            self._departures, self.snapshot["workers"], self._window, self._unmonitored
+        )
+        self.lost_workers, self.retired_workers = sorted_.lost, sorted_.retired
+        self.restarted_workers, self.unmonitored_workers = sorted_.restarted, sorted_.unmonitored
 
     # ---- inputs ---------------------------------------------------------------------
 
@@ -445,59 +409,6 @@ class MetricsCollector(AbstractContextManager):
             raise TypeError(f"custom_metrics must be a dict, not {type(custom_metrics).__name__}")
         self.coffea_report = report
         self.custom_metrics = custom_metrics
-        self._dirty = True
-
-    def record_chunk_metrics(self, chunk_data: dict[str, Any]) -> None:
-        """Add a chunk record made elsewhere (roastcoffea 0.1.2's decorator called this).
-
-        Parameters
-        ----------
-        chunk_data : dict
-            A chunk record (keys of docs/metrics.md, "Chunk records"); counted
-            like the records the worker plugin delivers.
-        """
-        self.chunk_metrics.append(chunk_data)
-        self._dirty = True
-
-    def record_section_metrics(self, section_data: dict[str, Any]) -> None:
-        """Keep a section record in :attr:`section_metrics`, as roastcoffea 0.1.2 did.
-
-        The metrics do not read these: the sections of ``track_time``,
-        ``track_memory`` and ``track_bytes`` travel in the chunk records.
-
-        Parameters
-        ----------
-        section_data : dict
-            The section's data, kept as given.
-        """
-        self.section_metrics.append(section_data)
-
-    def extract_metrics_from_output(self, output: Any) -> None:
-        """Take chunk records a roastcoffea 0.1.2 decorator put in coffea's output.
-
-        Pops ``output["__roastcoffea_metrics__"]`` and adds the records not
-        already received through the plugin. Without that key (roastcoffea's
-        own ``track_metrics`` never writes it) this does nothing. Works before
-        or after the block exits.
-
-        Parameters
-        ----------
-        output : Any
-            The output of ``Runner``; anything but a dict is ignored.
-        """
-        if not isinstance(output, dict) or OUTPUT_KEY not in output:
-            return
-        found = output.pop(OUTPUT_KEY)
-        if not isinstance(found, list):
-            logger.warning(
-                "Metrics not a list in output[%r] (%s); ignored", OUTPUT_KEY, type(found).__name__
-            )
-            return
-        known = {_record_identity(r) for r in self.chunk_metrics}
-        for record in found:
-            if isinstance(record, dict) and _record_identity(record) not in known:
-                known.add(_record_identity(record))
-                self.chunk_metrics.append(record)
         self._dirty = True
 
     # ---- results --------------------------------------------------------------------
@@ -632,26 +543,9 @@ class MetricsCollector(AbstractContextManager):
         return self._tracking
 
     def cluster_shape(self) -> dict[str, Any]:
-        """Workers, threads and memory limits of the cluster at the end of the block.
-
-        From the snapshot: workers still present and their last sampled
-        ``nthreads`` and ``memory_limit``.
-        """
-        if self.snapshot is None:
-            return {"workers": None, "threads": None, "memory_limit_bytes": None}
-        live = [a for a, w in self.snapshot["workers"].items() if w["removed"] is None]
-        threads = memory = 0.0
-        for address in live:
-            columns = self.snapshot["series"].get(address, {}).get("columns", {})
-            threads += _last(columns.get("nthreads", {}).get("max", []))
-            memory += _last(columns.get("memory_limit", {}).get("max", []))
-        return {
-            "workers": len(live),
-            "workers_seen": len(self.snapshot["workers"]),
-            "lost_workers": len(self.lost_workers),
-            "threads": int(threads) if threads else None,
-            "memory_limit_bytes": int(memory) if memory else None,
-        }
+        """Workers, threads and memory limits of the cluster at the end of the block
+        (:func:`roastcoffea.metrics.departures.cluster_shape`)."""
+        return cluster_shape(self.snapshot, len(self.lost_workers))
 
     def print_summary(self) -> None:
         """Print the rich tables of the metrics.
@@ -761,13 +655,6 @@ class MetricsCollector(AbstractContextManager):
             name, self.t_start, self.t_end, native_file=native_file, extra=self._run_metadata()
         )
         return write_report(path, metrics, metadata, t0=self.t_start, t1=self.t_end, title=title)
-
-
-def _last(values: list[float]) -> float:
-    for value in reversed(values):
-        if not math.isnan(value):
-            return value
-    return 0.0
 
 
 def _empty_snapshot() -> dict[str, Any]:

@@ -28,7 +28,6 @@ plain JSON, restored as 0.1.2 wrote them (string keys).
 
 from __future__ import annotations
 
-import ast
 import base64
 import json
 import math
@@ -44,17 +43,23 @@ from typing import Any
 
 from roastcoffea import config
 from roastcoffea._gc import paused as paused_gc
+from roastcoffea.compat_0_1_2.measurements import from_0_1_2
+from roastcoffea.compat_0_1_2.names import LEGACY_FORMAT
 from roastcoffea.errors import DecodeError
-from roastcoffea.metrics import ALIASES_0_1_2
 from roastcoffea.results import MetricsDict
-from roastcoffea.schema import check_metadata, check_metrics, describe, location
+from roastcoffea.schema import (
+    MAX_DEPTH,
+    check_depth,
+    check_metadata,
+    check_metrics,
+    describe,
+    location,
+)
 
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1
 METRICS_FORMAT = "roastcoffea-metrics"
 MEASUREMENT_FORMAT = "roastcoffea-measurement"
-#: The ``format`` that roastcoffea 0.1.2 wrote in ``metadata.json``.
-LEGACY_FORMAT = "roastcoffea_measurement_v1"
 
 METRICS_FILE = "metrics.json"
 METADATA_FILE = "metadata.json"
@@ -78,12 +83,8 @@ VERSIONED_PACKAGES = ("roastcoffea", "dask", "distributed", "coffea", "uproot", 
 _TAG = "$"
 #: The tags of tagged JSON.
 TAGS = ("$tuple", "$set", "$dict", "$float", "$datetime", "$date", "$timedelta", "$bytes")
-#: Containers nested deeper than this are refused, when saving and when loading.
-MAX_DEPTH = 100
 #: Longest text of a $datetime, $date or $bytes tag that is decoded.
 MAX_TAG_TEXT = 1 << 24
-#: Longest key of a roastcoffea 0.1.2 file read back as a tuple (its keys are short).
-MAX_LEGACY_KEY = 1000
 _NAME = re.compile(r"^[^/\\\x00]+$")
 
 
@@ -456,115 +457,6 @@ def save_measurement(
     return path
 
 
-#: Our metrics that 0.1.2 computed differently under its name (docs/metrics.md,
-#: "Differences from roastcoffea 0.1.2"): a 0.1.2 file does not fill them.
-DIFFERENT_IN_0_1_2 = frozenset({"event_rate_agg_khz"})
-
-
-def _from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A metrics dictionary saved by roastcoffea 0.1.2, with the types its JSON lost.
-
-    0.1.2 wrote tuple keys as their ``str()`` and datetimes as ISO strings of
-    the recording host's local time (naive). Keys that read back as tuples
-    become tuples again; the times of ``tracking_data`` become datetimes, made
-    timezone-aware UTC by taking them as this host's local time (as 0.1.2's own
-    loader did implicitly). Its values also appear under our names where they
-    are the same quantity (the metrics' 0.1.2 aliases but
-    :data:`DIFFERENT_IN_0_1_2`); its ``total_cpu_time`` was
-    coffea's ``processtime``, so it becomes ``total_process_time`` and the CPU
-    time is None with that reason (docs/metrics.md, "Differences from
-    roastcoffea 0.1.2").
-    """
-    _check_depth(metrics, path)
-    restored = _tuple_keys(metrics)
-    tracking = restored.get("tracking_data")
-    if isinstance(tracking, dict):
-        restored["tracking_data"] = _tracking_from_0_1_2(tracking, f"{path}: tracking_data")
-    for old, ours in ALIASES_0_1_2.items():
-        if old in restored and ours not in restored and ours not in DIFFERENT_IN_0_1_2:
-            restored[ours] = restored[old]
-    unavailable = restored.setdefault("unavailable", {})
-    if "total_cpu_time" in restored and "total_process_time" not in restored:
-        restored["total_process_time"] = restored["total_cpu_time"]
-        restored["total_cpu_time"] = None
-        unavailable["total_cpu_time"] = (
-            "saved by roastcoffea 0.1.2, whose total_cpu_time was coffea's processtime "
-            "(now total_process_time); it did not measure CPU time"
-        )
-    return restored
-
-
-def _tuple_keys(value: Any) -> Any:
-    """``value`` with every dict key written as ``str(tuple)`` made a tuple again."""
-    if isinstance(value, dict):
-        return {_tuple_key(k): _tuple_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_tuple_keys(item) for item in value]
-    return value
-
-
-def _check_depth(value: Any, path: Path) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (read without recursion)."""
-    level = [value]
-    for depth in range(MAX_DEPTH + 1):
-        level = [
-            child
-            for item in level
-            if isinstance(item, (dict, list))
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-        if not level:
-            return
-        if depth == MAX_DEPTH:
-            raise DecodeError(f"{path}: nested deeper than {MAX_DEPTH} levels")
-
-
-def _tuple_key(key: str) -> Any:
-    if not (key.startswith("(") and key.endswith(")")) or len(key) > MAX_LEGACY_KEY:
-        return key
-    try:
-        parsed = ast.literal_eval(key)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return key
-    return parsed if isinstance(parsed, tuple) else key
-
-
-def _aware(text: Any, where: str) -> datetime:
-    if not isinstance(text, str):
-        raise DecodeError(f"{where}: expected an ISO time, found {describe(text)}")
-    try:
-        return datetime.fromisoformat(text).astimezone(timezone.utc)
-    except (ValueError, OverflowError, OSError):
-        raise DecodeError(f"{where}: not a readable ISO time") from None
-
-
-def _tracking_from_0_1_2(tracking: dict[str, Any], where: str) -> dict[str, Any]:
-    """0.1.2's worker series with their times made timezone-aware datetimes."""
-    out: dict[str, Any] = {}
-    for key, series in tracking.items():
-        at = f"{where}[{location(key)}]"
-        if key == "worker_counts":
-            if not isinstance(series, dict):
-                raise DecodeError(f"{at}: expected a mapping, found {describe(series)}")
-            out[key] = {_aware(t, at): count for t, count in series.items()}
-        elif isinstance(series, dict):
-            out[key] = {w: _points(points, f"{at}[{location(w)}]") for w, points in series.items()}
-        else:
-            out[key] = series
-    return out
-
-
-def _points(points: Any, where: str) -> list[tuple[datetime, Any]]:
-    if not isinstance(points, list):
-        raise DecodeError(f"{where}: expected a list of [time, value], found {describe(points)}")
-    out = []
-    for i, point in enumerate(points):
-        if not (isinstance(point, list) and len(point) == 2):
-            raise DecodeError(f"{where}[{i}]: expected a [time, value] pair")
-        out.append((_aware(point[0], f"{where}[{i}]"), point[1]))
-    return out
-
-
 def read_member(directory: Path, name: str) -> bytes:
     """The bytes of the file ``name`` of a measurement, read within the size limit.
 
@@ -650,7 +542,7 @@ def _load_metadata(directory: Path) -> dict[str, Any]:
     path = directory / METADATA_FILE
     data = _read_json(directory, METADATA_FILE)
     if isinstance(data, dict) and data.get("format") == LEGACY_FORMAT:
-        _check_depth(data, path)
+        check_depth(data, path)
         check_metadata({k: v for k, v in data.items() if k not in ("t0", "t1")}, str(path))
         return data
     _check_format(path, data, MEASUREMENT_FORMAT, "schema_version")
@@ -714,7 +606,7 @@ def load_measurement(
     if metadata.get("format") == LEGACY_FORMAT:
         if not isinstance(data, dict):
             raise DecodeError(f"{path}: expected a JSON object of metrics")
-        metrics = _from_0_1_2(data, path)
+        metrics = from_0_1_2(data, path)
         check_metrics(metrics, str(path))
         return MetricsDict(metrics), t0, t1
     _check_format(path, data, METRICS_FORMAT, "version")

@@ -82,6 +82,26 @@ def _inside(step: str, check: Check, value: Any) -> None:
         raise
 
 
+#: Containers nested deeper than this are refused (read without recursion).
+MAX_DEPTH = 100
+
+
+def check_depth(value: Any, path: Any) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (read without recursion)."""
+    level = [value]
+    for depth in range(MAX_DEPTH + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return
+        if depth == MAX_DEPTH:
+            raise DecodeError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+
+
 # ---- checks ---------------------------------------------------------------------------
 
 

@@ -31,10 +31,9 @@ from roastcoffea.metrics import (
 from roastcoffea.metrics._util import Metrics
 from roastcoffea.results import MetricsDict
 
-__all__ = ["ALIASES_0_1_2", "MetricsInputs", "compute_metrics"]
+__all__ = ["MetricsInputs", "compute_metrics"]
 
 #: roastcoffea 0.1.2's names of our metrics: its name -> ours (each metric group's aliases).
-ALIASES_0_1_2 = {**workflow.ALIASES, **fine.ALIASES}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import operator
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from roastcoffea.compat_0_1_2.names import FINE_ALIASES
 from roastcoffea.metrics._util import Metrics, divide, finite_or_none
 
 if TYPE_CHECKING:
@@ -56,15 +57,6 @@ _COMPRESSION = ("compression_time_seconds", "decompression_time_seconds")
 _SERIALIZATION = ("serialization_time_seconds", "deserialization_time_seconds")
 _DERIVED_KEYS = ("total_compression_overhead_seconds", "total_serialization_overhead_seconds")
 
-#: roastcoffea 0.1.2 names of our keys.
-ALIASES = {
-    "processor_io_wait_time_seconds": "processor_noncpu_time_seconds",
-    "overhead_io_wait_time_seconds": "overhead_noncpu_time_seconds",
-    "processor_cpu_percent": "processor_cpu_percentage",
-    "processor_io_wait_percent": "processor_noncpu_percentage",
-    "total_bytes_memory_read": "total_bytes_memory_read_dask",
-}
-
 
 def in_span(span: str, span_ids: set[str]) -> bool:
     """Whether a row of ``span`` belongs to the collector (every row when no ids are given)."""
@@ -82,6 +74,14 @@ def span_rows(snapshot: dict[str, Any], span_ids: set[str]) -> dict[Row, float]:
         if context in SPAN_CONTEXTS and in_span(span, span_ids):
             rows[(worker, context, prefix, activity, unit)] += value
     return dict(rows)
+
+
+def span_metrics(
+    snapshot: dict[str, Any], span_ids: set[str]
+) -> dict[tuple[str, str, str, str], float]:
+    """The span's digests summed over workers: Dask's ``Span.cumulative_worker_metrics``
+    shape ``(context, prefix, activity, unit)`` (roastcoffea 0.1.2's ``span_metrics``)."""
+    return _over_workers(span_rows(snapshot, span_ids))
 
 
 def processor_prefixes(inputs: MetricsInputs) -> tuple[set[str], str]:
@@ -123,7 +123,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
             out.put(key, _total(rows, activity, unit))
         out.derive("total_compression_overhead_seconds", operator.add, *_COMPRESSION)
         out.derive("total_serialization_overhead_seconds", operator.add, *_SERIALIZATION)
-    for key, of in ALIASES.items():
+    for key, of in FINE_ALIASES.items():
         out.alias(key, of)
 
 

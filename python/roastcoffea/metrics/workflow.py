@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from roastcoffea.compat_0_1_2.names import WORKFLOW_ALIASES
 from roastcoffea.metrics._util import Metrics, divide, is_number
 
 if TYPE_CHECKING:
@@ -20,15 +21,6 @@ TOTALS = {
     "total_events": "entries",
     "bytes_read_compressed": "bytesread",
     "total_process_time": "processtime",
-}
-
-#: roastcoffea 0.1.2 names of our keys.
-ALIASES = {
-    "elapsed_time_seconds": "wall_time",
-    "total_bytes_read": "bytes_read_compressed",
-    "data_rate_gbps": "overall_rate_gbps",
-    "event_rate_elapsed_khz": "event_rate_wall_khz",
-    "event_rate_cpu_total_khz": "event_rate_agg_khz",
 }
 
 
@@ -109,7 +101,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         "total_events",
         "processor_task_time_seconds",
     )
-    for key, of in ALIASES.items():
+    for key, of in WORKFLOW_ALIASES.items():
         out.alias(key, of)
 
 

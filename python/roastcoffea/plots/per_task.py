@@ -24,12 +24,14 @@ def _by_prefix(
 ) -> dict[str, dict[str, float]]:
     """``{prefix: {activity: value}}`` of ``activities`` in ``unit``, largest prefix first.
 
-    Keys that are not 4-tuples cannot name a prefix and are skipped. Raises
-    ValueError when ``span_metrics`` is empty, has no 4-tuple key at all, or
-    has none of the activities in ``unit``.
+    Keys are ``(context, prefix, activity, unit)``, or roastcoffea 0.1.2's
+    ``(context, prefix, activity)``, whose value is taken in the unit asked for (0.1.2
+    read every key that way); other keys cannot name a prefix and are skipped. Raises
+    ValueError when ``span_metrics`` is empty, has no such key at all, or has none of
+    the activities in ``unit``.
     """
     span_metrics = require(span_metrics, "span metrics (metrics['raw_span_metrics'])")
-    keys = [key for key in span_metrics if isinstance(key, tuple) and len(key) == 4]
+    keys = [key for key in span_metrics if isinstance(key, tuple) and len(key) in (3, 4)]
     if not keys:
         raise ValueError(
             "span_metrics keys must be (context, prefix, activity, unit) tuples, "
@@ -37,7 +39,7 @@ def _by_prefix(
         )
     table: dict[str, dict[str, float]] = {}
     for key in keys:
-        context, prefix, activity, key_unit = key
+        context, prefix, activity, key_unit = key if len(key) == 4 else (*key, unit)
         value = span_metrics[key]
         wanted = context in _CONTEXTS and prefix != "N/A" and activity in activities
         if wanted and key_unit == unit and value is not None:
@@ -74,13 +76,15 @@ def extract_per_task_metrics(
     Returns
     -------
     dict
-        ``{task_prefix: {activity: value}}``; keys that are not 4-tuples are skipped.
+        ``{task_prefix: {activity: value}}``. A 0.1.2 key ``(context, prefix, activity)``
+        has no unit: it counts in any unit asked for, and where it is the activity's only
+        one; other keys are skipped.
     """
     values: dict[str, dict[str, dict[str, float]]] = {}
     for key, value in (span_metrics or {}).items():
-        if not (isinstance(key, tuple) and len(key) == 4) or value is None:
+        if not (isinstance(key, tuple) and len(key) in (3, 4)) or value is None:
             continue
-        context, prefix, activity, key_unit = key
+        context, prefix, activity, key_unit = key if len(key) == 4 else (*key, unit or "")
         if context == "execute" and (unit is None or key_unit == unit):
             units = values.setdefault(str(prefix), {}).setdefault(str(activity), {})
             units[key_unit] = units.get(key_unit, 0.0) + float(value)

@@ -34,7 +34,7 @@ from typing import Any
 
 import jinja2
 
-from roastcoffea.measurement import LEGACY_FORMAT
+from roastcoffea.compat_0_1_2.names import LEGACY_FORMAT
 from roastcoffea.report import tables
 from roastcoffea.report.tables import Cell, TableData
 
