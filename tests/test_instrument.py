@@ -45,7 +45,7 @@ from roastcoffea.records import (
     local_record_stats,
     lost_record,
     queue_local,
-    records_for_spans,
+    records_by_kind,
 )
 
 # NanoAODSchema's complaints about the CMS files are not ours.
@@ -445,25 +445,24 @@ def test_decode_records_skips_and_counts_what_it_cannot_read() -> None:
     assert sum(decoded.reasons.values()) == 5
 
 
-def test_records_for_spans_selects_by_kind() -> None:
+def test_records_by_kind() -> None:
     records = [
         {"kind": "chunk", "v": 1, "span": "a", "n": 1},
         {"kind": "chunk", "v": 1, "span": "b", "n": 2},
         {"kind": "prefix", "v": 1, "span": "a", "prefix": "P"},
         {"kind": "prefix", "v": 1, "span": "b", "prefix": "Q"},
         {"kind": "phases", "v": 1, "span": "b", "n": 4},
-        {"kind": "chunk", "v": 1, "span": None, "n": 3},
         lost_record("chunk", "field 'dataset' is not encodable", "w", "a"),
         lost_record("chunk", "field 'dataset' is not encodable", "w", "a"),
         lost_record("phases", "the worker plugin failed", "w", "b"),
     ]
-    chunks, prefixes, phases, lost = records_for_spans(records, {"a"})
-    assert [c["n"] for c in chunks] == [1] and prefixes == {"P"} and phases == []
-    assert lost == {"chunk: field 'dataset' is not encodable": 2}
-    chunks, prefixes, phases, lost = records_for_spans(records, {"a", "b"})
+    chunks, prefixes, phases, lost = records_by_kind(records)
     assert [c["n"] for c in chunks] == [1, 2] and prefixes == {"P", "Q"}
     assert [p["n"] for p in phases] == [4]
-    assert lost["phases: the worker plugin failed"] == 1
+    assert lost == {
+        "chunk: field 'dataset' is not encodable": 2,
+        "phases: the worker plugin failed": 1,
+    }
     assert decode_record(encode_record(lost_record("nope", "x", None, None)))["lost"] == "unknown"
 
 

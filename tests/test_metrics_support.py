@@ -15,7 +15,6 @@ from roastcoffea.metrics import MetricsInputs, compute_metrics
 
 #: The collector's span, and a span of someone else's work on the same cluster.
 SPAN = "span-mine"
-OTHER_SPAN = "span-other"
 
 #: The collector's window starts here (scheduler clock).
 T0 = 1_700_000_000.0
@@ -247,7 +246,6 @@ def make_inputs(**overrides: Any) -> MetricsInputs:
     """MetricsInputs for a 10 s window from :data:`T0` (wall time 10 s) and an empty snapshot."""
     fields: dict[str, Any] = {
         "snapshot": make_snapshot(),
-        "span_ids": {SPAN},
         "t_start": T0,
         "t_end": T0 + 10.0,
         "wall_time": 10.0,

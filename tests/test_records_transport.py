@@ -35,7 +35,7 @@ from roastcoffea import (
     track_time,
 )
 from roastcoffea.plugin import snapshot
-from roastcoffea.records import decode_records, records_for_spans
+from roastcoffea.records import decode_records, records_by_kind
 
 # The processor classes travel to the workers by value, whatever their sys.path.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -136,7 +136,7 @@ def span_records(client: Client, span_id: str) -> tuple[list[dict], set[str]]:
     snap = snapshot(client, span_id=span_id)
     records = decode_records(snap["records"])
     assert records.skipped == 0, records.reasons
-    selected = records_for_spans(records, {span_id})
+    selected = records_by_kind(records)
     return selected.chunks, selected.prefixes
 
 

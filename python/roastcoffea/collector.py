@@ -58,7 +58,7 @@ from roastcoffea.plugin.client.session import (
     finish_session,
     open_session,
 )
-from roastcoffea.records import decode_records, drain_local_records, records_for_spans
+from roastcoffea.records import decode_records, drain_local_records, records_by_kind
 from roastcoffea.report.live import LiveView, is_terminal
 from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
 
@@ -368,7 +368,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         records = decode_records(self.snapshot["records"])
         self._records_skipped = records.skipped
         records.extend(drain_local_records(self.span_ids))
-        selected = records_for_spans(records, self.span_ids)
+        selected = records_by_kind(records)
         self.chunk_metrics = selected.chunks + self.chunk_metrics
         self.phase_records = selected.phases
         self.detected_prefixes = selected.prefixes
@@ -376,7 +376,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
 
     def _compute_span_metrics(self) -> None:
         assert self.snapshot is not None
-        self.span_metrics = span_metrics(self.snapshot, self.span_ids)
+        self.span_metrics = span_metrics(self.snapshot)
 
     def _sort_workers(self) -> None:
         """Workers of the window that died, were retired, came back, or ran unmonitored."""
@@ -426,7 +426,6 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             override = {self.processor_name}
         return MetricsInputs(
             snapshot=self.snapshot if self.snapshot is not None else _empty_snapshot(),
-            span_ids=set(self.span_ids),
             t_start=self._window[0],
             t_end=max(self._window),
             wall_time=self.wall_time if self.wall_time is not None else 0.0,

@@ -10,7 +10,7 @@ message on its event stream, ahead of the message that the task finished
 (``RoastWorkerPlugin.queue_record`` sends one record); they come back in every
 snapshot as ``snapshot["records"]`` (``{"worker", "seq", "time", "data"}``
 each), where :func:`decode_records` turns them into dicts and
-:func:`records_for_spans` selects a collector's.
+:func:`records_by_kind` sorts them.
 
 Chunk record (``kind="chunk"``, ``v=1``). Every value that could not be
 measured is None, never 0, and ``unavailable[key]`` says why.
@@ -343,8 +343,8 @@ def lost_record(kind: Any, reason: str, worker: Any, span: Any) -> dict[str, Any
     }
 
 
-class SpanRecords(NamedTuple):
-    """The records of some spans, by kind (see :func:`records_for_spans`)."""
+class RecordsByKind(NamedTuple):
+    """Records by kind (see :func:`records_by_kind`)."""
 
     chunks: list[dict[str, Any]]
     prefixes: set[str]
@@ -352,30 +352,26 @@ class SpanRecords(NamedTuple):
     lost: dict[str, int]
 
 
-def records_for_spans(records: Iterable[dict[str, Any]], span_ids: set[str]) -> SpanRecords:
-    """Select the records of some Dask spans.
+def records_by_kind(records: Iterable[dict[str, Any]]) -> RecordsByKind:
+    """Sort decoded records by kind.
 
     Parameters
     ----------
     records : iterable of dict
-        Decoded records (:func:`decode_records`, :func:`drain_local_records`).
-    span_ids : set of str
-        The spans to keep, typically a collector's span and its descendants.
+        Decoded records (:func:`decode_records`, :func:`drain_local_records`): those of
+        a snapshot are its span's already (the scheduler filters them).
 
     Returns
     -------
-    SpanRecords
-        ``chunks``: chunk records whose ``span`` is in ``span_ids``, in input
-        order; ``prefixes``: the ``prefix`` of every prefix record there (the
-        task prefixes that ran coffea work items; chunk records' own
-        ``prefix`` values are not included); ``phases``: the phase records
-        there, in input order; ``lost``: ``{"<kind>: <reason>": count}`` of the
+    RecordsByKind
+        ``chunks``: the chunk records, in input order; ``prefixes``: the ``prefix`` of
+        every prefix record (the task prefixes that ran coffea work items; chunk
+        records' own ``prefix`` values are not included); ``phases``: the phase
+        records, in input order; ``lost``: ``{"<kind>: <reason>": count}`` of the
         records the workers could not send (lost records).
     """
-    selected = SpanRecords([], set(), [], {})
+    selected = RecordsByKind([], set(), [], {})
     for record in records:
-        if record.get("span") not in span_ids:
-            continue
         kind = record.get("kind")
         if kind == "chunk":
             selected.chunks.append(record)

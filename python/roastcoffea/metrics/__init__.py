@@ -44,10 +44,8 @@ class MetricsInputs:
     ----------
     snapshot : dict
         The plugin's snapshot for the collector's span and window (layout in
-        docs/architecture.md).
-    span_ids : set of str
-        The collector's span and its descendants; task and digest rows of other
-        spans are ignored. Empty: every row of the snapshot.
+        docs/architecture.md): the scheduler keeps the rows of that span and its
+        descendants only, so nothing here filters by span again.
     t_start, t_end : float
         The collector's window on the scheduler clock (epoch seconds).
     wall_time : float
@@ -81,7 +79,6 @@ class MetricsInputs:
     """
 
     snapshot: dict[str, Any]
-    span_ids: set[str]
     t_start: float
     t_end: float
     wall_time: float

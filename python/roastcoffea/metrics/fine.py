@@ -58,30 +58,23 @@ _SERIALIZATION = ("serialization_time_seconds", "deserialization_time_seconds")
 _DERIVED_KEYS = ("total_compression_overhead_seconds", "total_serialization_overhead_seconds")
 
 
-def in_span(span: str, span_ids: set[str]) -> bool:
-    """Whether a row of ``span`` belongs to the collector (every row when no ids are given)."""
-    return not span_ids or span in span_ids
+def span_rows(snapshot: dict[str, Any]) -> dict[Row, float]:
+    """The ``execute`` and ``p2p`` digests of the snapshot, keyed without the span id.
 
-
-def span_rows(snapshot: dict[str, Any], span_ids: set[str]) -> dict[Row, float]:
-    """The span's ``execute`` and ``p2p`` digests, keyed without the span id.
-
-    Rows of several spans of the set (the collector's span and its
-    descendants) that share the other fields are summed.
+    The snapshot holds the collector's span and its descendants only (the scheduler
+    filters it); rows of several of them that share the other fields are summed.
     """
     rows: dict[Row, float] = defaultdict(float)
-    for (worker, context, span, prefix, activity, unit), value in snapshot["digests"].items():
-        if context in SPAN_CONTEXTS and in_span(span, span_ids):
+    for (worker, context, _, prefix, activity, unit), value in snapshot["digests"].items():
+        if context in SPAN_CONTEXTS:
             rows[(worker, context, prefix, activity, unit)] += value
     return dict(rows)
 
 
-def span_metrics(
-    snapshot: dict[str, Any], span_ids: set[str]
-) -> dict[tuple[str, str, str, str], float]:
+def span_metrics(snapshot: dict[str, Any]) -> dict[tuple[str, str, str, str], float]:
     """The span's digests summed over workers: Dask's ``Span.cumulative_worker_metrics``
     shape ``(context, prefix, activity, unit)`` (roastcoffea 0.1.2's ``span_metrics``)."""
-    return _over_workers(span_rows(snapshot, span_ids))
+    return _over_workers(span_rows(snapshot))
 
 
 def processor_prefixes(inputs: MetricsInputs) -> tuple[set[str], str]:
@@ -104,7 +97,7 @@ def processor_prefixes(inputs: MetricsInputs) -> tuple[set[str], str]:
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
     """Put the fine metrics, the processor/overhead split, per-prefix and per-worker tables."""
-    rows = span_rows(inputs.snapshot, inputs.span_ids)
+    rows = span_rows(inputs.snapshot)
     prefixes, source = processor_prefixes(inputs)
     out.put("processor_prefixes", sorted(prefixes))
     out.put("processor_prefix_source", source)
@@ -194,7 +187,7 @@ def _task_rows(inputs: MetricsInputs) -> list[dict[str, Any]]:
     return [
         row
         for row in inputs.snapshot["tasks"]
-        if row["worker"] and in_span(row["span"], inputs.span_ids)
+        if row["worker"] and row["span"]
     ]
 
 

@@ -116,9 +116,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
 
 def _execute_rows(inputs: MetricsInputs) -> Rows:
     rows: Rows = defaultdict(float)
-    for (worker, context, _, activity, unit), value in span_rows(
-        inputs.snapshot, inputs.span_ids
-    ).items():
+    for (worker, context, _, activity, unit), value in span_rows(inputs.snapshot).items():
         if context == "execute":
             rows[(worker, activity, unit)] += value
     return dict(rows)
