@@ -232,9 +232,10 @@ static PyMethodDef module_methods[] = {
     {"state_from_json", mod_state_from_json, METH_O,
      "state_from_json(text: str | bytes) -> dict\n\nA native state file as snapshot data; "
      "DecodeError when malformed."},
-    {"snapshot_to_state_json", roastpy_snapshot_to_state_json, METH_O,
-     "snapshot_to_state_json(data: bytes) -> str\n\nThe native state file text of a snapshot "
-     "(what a saved measurement keeps); DecodeError when malformed."},
+    {"decode_exit_snapshot", roastpy_decode_exit_snapshot, METH_O,
+     "decode_exit_snapshot(data: bytes) -> tuple[dict, str]\n\nA collector's snapshot, "
+     "decoded once: its Python data, and the native state file text a measurement keeps "
+     "(without the records, which the measurement keeps decoded); DecodeError when malformed."},
     {"current_task", roastpy_current_task, METH_NOARGS,
      "current_task() -> TaskPhases | None\n\nThe clock of the task this thread runs."},
     {"set_current_task", roastpy_set_current_task, METH_O,

@@ -126,6 +126,6 @@ PyObject *roastpy_payload_to_dict(const roast_payload *payload);
 PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data);
 PyObject *roastpy_decode_payload(PyObject *module, PyObject *data);
 PyObject *roastpy_state_from_json(PyObject *module, PyObject *text);
-PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data);
+PyObject *roastpy_decode_exit_snapshot(PyObject *module, PyObject *data);
 
 #endif

@@ -477,31 +477,35 @@ def test_measurement_default_name_is_utc_time(tmp_path: Path) -> None:
     assert load_measurement(path) == ({}, 1.0, 2.0)
 
 
-def test_measurement_native_files(tmp_path: Path) -> None:
+def test_measurement_native_file(tmp_path: Path) -> None:
     aggregator = _native.Aggregator(started=1.0)
     aggregator.worker_seen("tcp://a:1", "w0", 2.0)
-    snap = save_measurement({}, 1.0, 2.0, tmp_path, "snap", native_state=aggregator.snapshot())
-    state = save_measurement({}, 1.0, 2.0, tmp_path, "state", native_state=aggregator.to_json())
-    assert (snap / "native_snapshot.msgpack").is_file()
+    aggregator.add_record("tcp://a:1", b"record", 2.0, "span")
+    data, text = _native.decode_exit_snapshot(aggregator.snapshot())
+    assert data["records"] and "tcp://a:1" in data["workers"]
+    state = save_measurement({}, 1.0, 2.0, tmp_path, "state", native_state=text)
     assert (state / "native_state.json").is_file()
-    assert "tcp://a:1" in load_native(snap)["workers"]
-    assert "tcp://a:1" in load_native(state)["workers"]
-    (snap / "native_snapshot.msgpack").write_bytes(b"\x93garbage")
-    with pytest.raises(ValueError, match=r"native_snapshot\.msgpack"):
-        load_native(snap)
+    restored = load_native(state)
+    assert "tcp://a:1" in restored["workers"]
+    assert restored["records"] == []  # kept once, decoded, in metrics.json
+    with pytest.raises(TypeError, match="state file's text"):
+        save_measurement({}, 1.0, 2.0, tmp_path, "bytes", native_state=b"\x80")  # type: ignore[arg-type]
+    (state / "native_state.json").write_text("{garbage")
+    with pytest.raises(ValueError, match=r"native_state\.json"):
+        load_native(state)
     (state / "native_state.json").unlink()
     with pytest.raises(FileNotFoundError, match=r"native_state\.json"):
         load_native(state)
 
 
 def test_measurement_refuses_to_overwrite(tmp_path: Path) -> None:
-    first = save_measurement({"a": 1}, 1.0, 2.0, tmp_path, "m", native_state=b"\x80")
+    first = save_measurement({"a": 1}, 1.0, 2.0, tmp_path, "m", native_state="{}")
     with pytest.raises(FileExistsError, match=str(first)):
         save_measurement({"a": 2}, 1.0, 2.0, tmp_path, "m")
     assert load_measurement(first)[0] == {"a": 1}
     save_measurement({"a": 2}, 3.0, 4.0, tmp_path, "m", overwrite=True)
     assert load_measurement(first) == ({"a": 2}, 3.0, 4.0)
-    assert not (first / "native_snapshot.msgpack").exists()  # stale files go too
+    assert not (first / "native_state.json").exists()  # stale files go too
 
 
 def test_measurement_refuses_bad_input(tmp_path: Path) -> None:

@@ -603,6 +603,18 @@ size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t n
     return released;
 }
 
+size_t roast_agg_clear_records(roast_agg *agg)
+{
+    if (!agg)
+        return 0;
+    size_t cleared = agg->nrecords;
+    for (size_t i = 0; i < cleared; i++)
+        free((char *)agg->records[i].data.ptr);
+    agg->nrecords = 0;
+    agg->record_bytes = 0;
+    return cleared;
+}
+
 /* ---- errors --------------------------------------------------------- */
 
 static roast_status error_get(roast_agg *agg, roast_id name, error_row **out)

@@ -3,7 +3,7 @@
  * Layout (ROAST_SNAPSHOT_VERSION 2); also in docs/architecture.md, "Snapshot
  * wire layout". A msgpack map with exactly these keys (readers ignore others):
  *
- *   "v"            1
+ *   "v"            ROAST_SNAPSHOT_VERSION (2: records carry their span)
  *   "taken_at"     number, scheduler clock when encoded
  *   "started"      number, roast_agg_started
  *   "limits"       map {"max_strings", "max_task_rows", "max_digest_rows",

@@ -551,6 +551,12 @@ static void test_release_records_of_spans(void)
     CHECK(l.r[0].time == 1.0 && l.r[1].time == 3.0 && l.r[2].time == 5.0);
     CHECK_EQ_U(roast_agg_record_bytes(agg), 3 * (sizeof(roast_record) + 2));
     CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 0);
+    CHECK_EQ_U(roast_agg_clear_records(agg), 3); /* a measurement keeps them elsewhere */
+    CHECK_EQ_U(roast_agg_clear_records(agg), 0);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), 0);
+    CHECK(roast_agg_each_record(agg, collect_record, &l) == 0);
+    CHECK(roast_agg_add_sent_record(agg, a, s1, 7, "ab", 2) == ROAST_OK);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), sizeof(roast_record) + 2);
     roast_agg_free(agg);
 }
 

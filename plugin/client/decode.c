@@ -94,13 +94,24 @@ PyObject *roastpy_state_from_json(PyObject *module, PyObject *text)
     return dict;
 }
 
-PyObject *roastpy_snapshot_to_state_json(PyObject *module, PyObject *data)
+PyObject *roastpy_decode_exit_snapshot(PyObject *module, PyObject *data)
 {
     (void)module;
-    roast_agg *agg = snapshot_arg(data, NULL);
+    double taken_at = 0;
+    roast_agg *agg = snapshot_arg(data, &taken_at);
     if (!agg)
         return NULL;
-    char *json = roast_store_to_json(agg);
+    PyObject *dict = roastpy_agg_to_dict(agg, taken_at);
+    PyObject *text = NULL;
+    if (dict) {
+        /* The measurement keeps the records decoded, in its metrics: once on disk. */
+        roast_agg_clear_records(agg);
+        text = roastpy_take_text(roast_store_to_json(agg));
+    }
     roast_agg_free(agg);
-    return roastpy_take_text(json);
+    if (!text) {
+        Py_XDECREF(dict);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", dict, text);
 }

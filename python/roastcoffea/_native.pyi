@@ -23,8 +23,9 @@ def decode_payload(data: bytes) -> dict[str, Any]:
 def state_from_json(text: str | bytes) -> dict[str, Any]:
     """A native state file as snapshot data; DecodeError when malformed."""
 
-def snapshot_to_state_json(data: bytes) -> str:
-    """The native state file text of a snapshot; DecodeError when malformed."""
+def decode_exit_snapshot(data: bytes) -> tuple[dict[str, Any], str]:
+    """A collector's snapshot decoded once: its data, and the native state file text
+    without the records; DecodeError when malformed."""
 
 class Aggregator:
     """The scheduler side of the engine: transition hook, ring, tables and series."""

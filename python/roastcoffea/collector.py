@@ -184,7 +184,10 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self.coffea_report: dict[str, Any] | None = None
         self.custom_metrics: dict[str, Any] | None = None
         self.snapshot: dict[str, Any] | None = None
-        self.snapshot_bytes: bytes | None = None
+        #: Bytes of the snapshot the scheduler sent at exit.
+        self.snapshot_size: int | None = None
+        #: The native state file text of the snapshot (what save_measurement writes).
+        self.native_state: str | None = None
         self.lost_workers: list[dict[str, Any]] = []
         self.retired_workers: list[dict[str, Any]] = []
         self.restarted_workers: list[dict[str, Any]] = []
@@ -358,9 +361,9 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         data = reply["snapshot"]
         if not isinstance(data, bytes):
             raise RuntimeError(f"the scheduler answered {type(data).__name__} to a snapshot")
-        self.snapshot_bytes = data
-        with paused_gc():
-            self.snapshot = _native.decode_snapshot(data)
+        self.snapshot_size = len(data)
+        with paused_gc():  # decoded once: the data, and the state a measurement keeps
+            self.snapshot, self.native_state = _native.decode_exit_snapshot(data)
         self.span_ids = {self.span_id, *self.snapshot["spans"]}
 
     def _select_records(self) -> None:
@@ -463,9 +466,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         monitoring["notes"] = list(self.notes)
         monitoring["flush_seconds"] = self._flush_seconds
         monitoring["exit_seconds"] = self._exit_seconds
-        monitoring["snapshot_bytes"] = (
-            len(self.snapshot_bytes) if self.snapshot_bytes is not None else None
-        )
+        monitoring["snapshot_bytes"] = self.snapshot_size
         monitoring["records_skipped"] = self._records_skipped
         monitoring["records_lost"] = dict(self._records_lost)
         monitoring["plugin_interval"] = self.plugin_interval
@@ -593,11 +594,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             self.t_end,
             output_dir,
             measurement_name,
-            native_state=(
-                None
-                if self.snapshot_bytes is None
-                else _native.snapshot_to_state_json(self.snapshot_bytes)
-            ),
+            native_state=self.native_state,
             metadata=self._run_metadata(),
             overwrite=overwrite,
         )
@@ -649,7 +646,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         metrics = self.get_metrics()
         saved = self.measurement_path
         name = saved.name if saved is not None else Path(path).stem
-        native_file = NATIVE_STATE_FILE if saved is not None and self.snapshot_bytes else None
+        native_file = NATIVE_STATE_FILE if saved is not None and self.native_state else None
         metadata = measurement_metadata(
             name, self.t_start, self.t_end, native_file=native_file, extra=self._run_metadata()
         )

@@ -9,10 +9,10 @@ A measurement is a directory ``<output_dir>/<name>/`` holding
     ``{"$dict": [[key, value], ...]}`` for a dict whose keys are not all plain
     strings), so tuple keys, tuples, timezone-aware datetimes, NaN and
     infinities and bytes come back as they were. Nothing is pickled.
-``native_state.json`` or ``native_snapshot.msgpack``
-    The native engine's data behind the metrics, when the caller gives it:
-    JSON state text (``Aggregator.to_json``) or the msgpack snapshot bytes of
-    the collector's span (readable with ``roastcoffea._native.decode_snapshot``).
+``native_state.json``
+    The native engine's tables behind the metrics (workers, tasks, digests, spans,
+    series; the records are in ``metrics.json``), when the caller gives them:
+    JSON state text (``Aggregator.to_json``, ``_native.decode_exit_snapshot``).
 ``metadata.json``
     Schema version, wall-clock UTC start and end, software versions, the
     cluster's shape and whatever the caller adds.
@@ -66,7 +66,6 @@ METADATA_FILE = "metadata.json"
 TIMES_FILE = "start_end_time.txt"
 CONFIG_FILE = "config.json"
 NATIVE_STATE_FILE = "native_state.json"
-NATIVE_SNAPSHOT_FILE = "native_snapshot.msgpack"
 #: Every file a measurement may hold; an overwrite removes them all first.
 FILES = (
     METRICS_FILE,
@@ -74,7 +73,6 @@ FILES = (
     TIMES_FILE,
     CONFIG_FILE,
     NATIVE_STATE_FILE,
-    NATIVE_SNAPSHOT_FILE,
 )
 
 #: Packages whose versions ``metadata.json`` records.
@@ -261,12 +259,6 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _package_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in VERSIONED_PACKAGES:
@@ -367,7 +359,7 @@ def save_measurement(
     measurement_name: str | None = None,
     config: dict[str, Any] | None = None,
     *,
-    native_state: str | bytes | None = None,
+    native_state: str | None = None,
     metadata: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:
@@ -385,9 +377,8 @@ def save_measurement(
         Directory name; default the UTC time, ``YYYY-MM-DDTHH-MM-SS.ffffffZ``.
     config : dict, optional
         Written as ``config.json`` (tagged JSON).
-    native_state : str or bytes, optional
-        The native data: JSON state text (``native_state.json``) or msgpack
-        snapshot bytes (``native_snapshot.msgpack``).
+    native_state : str, optional
+        The native state file text (``native_state.json``).
     metadata : dict, optional
         Extra entries for ``metadata.json`` (e.g. ``{"cluster": {...}}``);
         they may not replace the keys this function writes.
@@ -411,8 +402,10 @@ def save_measurement(
     if not isinstance(metrics, dict):
         raise TypeError(f"metrics must be a dict, not {type(metrics).__name__}")
     t0, t1 = _check_times(t0, t1)
-    if native_state is not None and not isinstance(native_state, (str, bytes)):
-        raise TypeError(f"native_state must be str or bytes, not {type(native_state).__name__}")
+    if native_state is not None and not isinstance(native_state, str):
+        raise TypeError(
+            f"native_state must be the state file's text, not {type(native_state).__name__}"
+        )
     path = _measurement_dir(output_dir, measurement_name)
     existing = [name for name in FILES if (path / name).exists()]
     if existing and not overwrite:
@@ -434,7 +427,7 @@ def save_measurement(
         )
     native_file = None
     if native_state is not None:
-        native_file = NATIVE_STATE_FILE if isinstance(native_state, str) else NATIVE_SNAPSHOT_FILE
+        native_file = NATIVE_STATE_FILE
     meta = measurement_metadata(path.name, t0, t1, native_file=native_file, extra=metadata)
     meta_text = json.dumps(to_tagged_json(meta), allow_nan=False, indent=1)
     config_text = None
@@ -445,10 +438,8 @@ def save_measurement(
     for name in existing:
         (path / name).unlink()
     _write_text(path / METRICS_FILE, metrics_text)
-    if isinstance(native_state, str):
+    if native_state is not None:
         _write_text(path / NATIVE_STATE_FILE, native_state)
-    elif isinstance(native_state, bytes):
-        _write_bytes(path / NATIVE_SNAPSHOT_FILE, native_state)
     if config_text is not None:
         _write_text(path / CONFIG_FILE, config_text)
     _write_text(path / TIMES_FILE, f"{t0!r},{t1!r}\n")
@@ -629,8 +620,7 @@ def load_measurement(
 def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
     """The native data saved with a measurement, decoded; None when none was saved.
 
-    ``native_state.json`` is read with ``roastcoffea._native.state_from_json``,
-    ``native_snapshot.msgpack`` with ``roastcoffea._native.decode_snapshot``.
+    ``native_state.json`` is read with ``roastcoffea._native.state_from_json``.
 
     Raises
     ------
@@ -645,15 +635,13 @@ def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
     name = _load_metadata(directory).get("native_file")
     if name is None:
         return None
-    if name not in (NATIVE_STATE_FILE, NATIVE_SNAPSHOT_FILE):
-        raise DecodeError(f"{directory / METADATA_FILE}: unknown native_file {name!r}")
+    if name != NATIVE_STATE_FILE:
+        raise DecodeError(f"{directory / METADATA_FILE}: native_file names no file of ours")
     path = directory / name
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing (named by {METADATA_FILE})")
     data = read_member(directory, name)
     try:
-        if name == NATIVE_STATE_FILE:
-            return _native.state_from_json(data)
-        return _native.decode_snapshot(data)
+        return _native.state_from_json(data)
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None

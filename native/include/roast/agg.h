@@ -178,6 +178,9 @@ roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, roast_id
  * many. spans need not be sorted. */
 size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans);
 
+/* Drops every record (a measurement keeps them decoded elsewhere); returns how many. */
+size_t roast_agg_clear_records(roast_agg *agg);
+
 /* Counts a failure under a name (interned). The errors table has no row cap
  * of its own: names are bounded by the intern table (ROAST_EFULL). */
 roast_status roast_agg_count_error(roast_agg *agg, const char *name, size_t len, uint64_t n);

@@ -184,11 +184,7 @@ def _per_worker(rows: dict[Row, float]) -> dict[str, dict[tuple[str, str, str, s
 
 def _task_rows(inputs: MetricsInputs) -> list[dict[str, Any]]:
     """The snapshot's task statistics rows of the span, finished or erred tasks only."""
-    return [
-        row
-        for row in inputs.snapshot["tasks"]
-        if row["worker"] and row["span"]
-    ]
+    return [row for row in inputs.snapshot["tasks"] if row["worker"] and row["span"]]
 
 
 def _task_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
