@@ -6,6 +6,7 @@
 
 PYTHON     ?= python3
 VENV       := .venv
+RC012_VENV := .venv-0.1.2
 VPY        := $(VENV)/bin/python
 DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
 # The HTML report test renders the report in a headless browser; the Prometheus
@@ -22,7 +23,7 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench wheel docs notebooks clean
+.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench bench-0.1.2 wheel docs notebooks clean
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/roastcoffea demo
@@ -128,9 +129,21 @@ notebooks: $(VENV)/.installed
 	cd docs/notebooks && ../../$(VENV)/bin/jupyter-execute --inplace --timeout=600 *.ipynb
 	rm -rf docs/notebooks/data docs/notebooks/measurements
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(RC012_VENV)/.installed
 	$(call install_missing,$(BENCH_DEB_PKGS))
 	$(VPY) bench/run_all.py
 
+# roastcoffea 0.1.2 from PyPI, in a venv of its own, for the benchmarks that compare against
+# it. 0.1.2 declares Python >= 3.12 but runs on 3.11; our venv's versions are its constraints
+# (else pip builds numpy from source), and bokeh < 3.9 (3.9 and later use 3.12 syntax).
+bench-0.1.2: $(RC012_VENV)/.installed
+
+$(RC012_VENV)/.installed: $(VENV)/.installed
+	$(PYTHON) -m venv $(RC012_VENV)
+	$(VENV)/bin/pip list --format=freeze | grep -vi '^roastcoffea' > $(RC012_VENV)/constraints.txt
+	$(RC012_VENV)/bin/pip install -q --ignore-requires-python -c $(RC012_VENV)/constraints.txt \
+		roastcoffea==0.1.2 coffea dask distributed "bokeh<3.9"
+	touch $@
+
 clean:
-	rm -rf build dist $(VENV) .pytest_cache
+	rm -rf build dist $(VENV) $(RC012_VENV) .pytest_cache

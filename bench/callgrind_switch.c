@@ -1,5 +1,5 @@
 /* Switches callgrind's counting on and off from inside the counted process:
- * bench/worker_instructions.py compiles this and each Dask worker under
+ * bench/chunk_instructions.py compiles this and each Dask worker under
  * valgrind loads it with ctypes. Outside valgrind the requests do nothing. */
 #include <valgrind/callgrind.h>
 

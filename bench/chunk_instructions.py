@@ -1,21 +1,30 @@
-"""Instructions monitoring adds to a chunk, counted by valgrind: exact where CPU time is noisy.
+"""Instructions a Dask worker executes for one analysis, bare and collected, counted by valgrind.
 
-What it measures: the four runs of a demo chunk of ``bench/chunk_cost.py`` (bare with the
-hooks idle, ``@track_metrics`` alone, the phase clock alone, monitored), each in a process of
-its own under ``valgrind --tool=callgrind`` (every instruction of every thread counted, each
-thread apart; the same hash seed and, with ``setarch --addr-no-randomize``, the same
-addresses in every process). A process runs the same warm-up (imports, one run of each
-variant), then, the garbage collector off, its variant on ``--chunks`` chunks; a baseline
-process runs the warm-up only. Instructions per chunk = (the variant's count - the
-baseline's) / chunks, for the main thread (where the chunks run: what ``chunk_cost.py``
-times) and for all threads (uproot's I/O thread, numpy's BLAS threads spinning).
+What it measures: the ``Analysis`` processor of ``bench/workload.py`` on the demo's synthetic
+NanoAOD, with coffea ``Runner`` + ``DaskExecutor``, on two clusters at once, each a scheduler
+with one worker process (``dask worker --nthreads 1 --no-nanny``, started with the nanny's
+``distributed.nanny.pre-spawn-environ``) running under ``valgrind --tool=callgrind``: the
+bare run (undecorated processor, no plugin) on one, the collected run (``@track_metrics``,
+the plugin, inside ``MetricsCollector``) on the other. Callgrind counts every instruction of
+every thread of the worker: its tasks, the worker plugin at task ends, the records' encoding
+and sending, heartbeats, Dask's profiler, the garbage collector. Each worker counts only
+around the measured runs (``bench/callgrind_switch.c``, called in the worker), after a
+warm-up run of each variant and a full garbage collection; then, per round: collected /
+bare and the extra instructions per chunk, with 95 % confidence intervals over the rounds
+(Student's t).
 
-The count is exact and the same from one run to the next (this machine's CPU time per chunk
-varies by 20% with its host's load), but it is not time: the kernel's work (the phase
-clock's ``clock_gettime`` system calls, page faults) and what the monitoring costs the code
-around it (the CPU caches it disturbs) do not show, so it complements ``chunk_cost.py``.
-Under valgrind a chunk runs about 50 times slower: 10 chunks take a few minutes per process.
-Nothing is asserted; the script prints figures.
+A count does not depend on the machine's speed, which drifts here by 20 % within seconds,
+so a few rounds resolve what CPU time needs hundreds of pairs for; but it is not time (the
+caches, the branch predictors and the kernel's work do not show), and under valgrind the
+worker runs about 30 times slower, so whatever Dask does on a timer runs 30 times more
+often per chunk than at full speed. The largest such work is Dask's statistical profiler,
+which walks each running task's stack every 10 ms: the script runs each chunk size with the
+profiler on (as Dask ships) and off (``distributed.worker.profile.enabled``), the second
+being the monitoring's own work. Nothing is asserted; the script prints figures.
+
+Run: ``.venv/bin/python bench/chunk_instructions.py`` (about 25 minutes; ``--quick``: 2
+rounds of 20 small chunks, about 3 minutes). Needs valgrind and its headers (Debian:
+``valgrind``).
 """
 
 from __future__ import annotations
@@ -23,109 +32,231 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
-from chunk_cost import variants
-from common import parse_chunk_bench, phase_hooks, table
-
-from roastcoffea.plugin.worker.phases import digest_task_phases
-from roastcoffea.records import drain_local_records
+from common import data_dir, interval, machine, table
 
 HERE = Path(__file__).resolve().parent
-BASELINE = "warm-up only"
+#: chunk size -> (events, files of the data set, files read): 100 chunks and 12 chunks.
+SIZES = {1_000: (200_000, 2, 1), 100_000: (2_000_000, 8, 4)}
+QUICK_SIZES = {1_000: (20_000, 1, 1)}
+VARIANTS = ("bare", "collected")
 
 
-def child_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+def build_switch(directory: Path) -> Path:
+    """Compile bench/callgrind_switch.c into ``directory``; the library's path."""
+    library = directory / "callgrind_switch.so"
+    source = HERE / "callgrind_switch.c"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", library, source], check=True)
+    return library
 
 
-def child(name: str, ranges: list) -> None:
-    """The process valgrind counts: the warm-up, then ``name`` on every chunk.
+def count_from_zero(library: str) -> None:
+    """In a worker: start counting its instructions."""
+    import ctypes
 
-    The garbage collector is off after the warm-up (its passes would land on any
-    variant at random) and the process ends without finalising (what is left to free
-    depends on the variant).
-    """
-    with phase_hooks(digest_task_phases):
-        for run in variants(ranges[0]).values():
-            run()
-        drain_local_records()
-        gc.collect()
-        gc.disable()
-        if name != BASELINE:
-            for chunk in ranges:
-                variants(chunk)[name]()
-                drain_local_records()
-    os._exit(0)
+    ctypes.CDLL(library).count_from_zero()
 
 
-def counted(name: str, argv: list[str], directory: Path) -> tuple[int, int]:
-    """The instructions valgrind counts in a child running ``name``: (its main thread, where
-    the chunks run; every thread)."""
-    out = directory / f"{len(os.listdir(directory))}.callgrind"
+def stop_and_dump(library: str, name: str) -> None:
+    """In a worker: stop counting and write the count, named ``name``."""
+    import ctypes
+
+    ctypes.CDLL(library).stop_and_dump(name.encode())
+
+
+def start_worker(address: str, name: str, out: Path, profiler: bool) -> subprocess.Popen:
+    """A worker process under callgrind, counting nothing until told to."""
+    import dask
+
+    environ = {
+        str(k): str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+    }
+    env = {
+        **os.environ,
+        **environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONHASHSEED": "0",
+        "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": str(profiler),
+    }
     command = [
-        "setarch",
-        platform.machine(),
-        "--addr-no-randomize",
         "valgrind",
         "--tool=callgrind",
-        "--separate-threads=yes",
-        f"--callgrind-out-file={out}",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out / name}.%p",
         sys.executable,
-        str(HERE / "chunk_instructions.py"),
-        *argv,
-        "--child",
+        "-m",
+        "distributed.cli.dask_worker",
+        address,
+        "--nthreads",
+        "1",
+        "--no-nanny",
+        "--no-dashboard",
+        "--name",
         name,
     ]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    subprocess.run(command, check=True, env=env, capture_output=True)
-    threads = {}
-    for path in directory.glob(f"{out.name}-*"):  # one file per thread, -01 the main one
-        totals = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
-        if totals is None:
-            raise RuntimeError(f"no instruction total in {path}")
-        threads[path.name] = int(totals.group(1))
-    return threads[f"{out.name}-01"], sum(threads.values())
+    log = open(out / f"{name}.log", "w")  # noqa: SIM115 - closed with the process's end
+    return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def run(client: Any, variant: str, fileset: dict, chunksize: int) -> None:
+    """One run of the analysis: bare, or collected as a user runs it."""
+    from coffea import processor
+    from coffea.nanoevents import NanoAODSchema
+    from workload import TREE, Analysis, BareAnalysis
+
+    from roastcoffea import MetricsCollector
+
+    runner = processor.Runner(
+        executor=processor.DaskExecutor(client=client, status=False),
+        schema=NanoAODSchema,
+        chunksize=chunksize,
+        savemetrics=True,
+    )
+    if variant == "bare":
+        runner(fileset, processor_instance=BareAnalysis(), treename=TREE)
+        return
+    proc = Analysis()
+    with MetricsCollector(client, processor_instance=proc) as collector:
+        output, report = runner(fileset, processor_instance=proc, treename=TREE)
+        collector.extract_metrics_from_output(output)
+        collector.set_coffea_report(report)
+
+
+def both(clients: dict[str, Any], fileset: dict, chunksize: int) -> None:
+    """The two variants at once, each on its cluster."""
+    failed: list[BaseException] = []
+
+    def one(variant: str) -> None:
+        try:
+            run(clients[variant], variant, fileset, chunksize)
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=one, args=(v,)) for v in VARIANTS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def counts(out: Path, name: str) -> int:
+    """The instructions of the dump named ``name`` in ``out``."""
+    for path in out.glob("*.*.*"):
+        text = path.read_text(errors="replace")
+        if f"Client Request: {name}\n" in text:
+            found = re.search(r"^totals: (\d+)", text, re.M)
+            if found:
+                return int(found.group(1))
+    raise RuntimeError(f"no callgrind dump named {name} in {out}")
+
+
+def measure(files: list[str], chunksize: int, rounds: int, profiler: bool, library: Path) -> dict:
+    """Instructions of each variant's worker per round, under one profiler setting."""
+    from coffea.nanoevents import NanoAODSchema
+    from distributed import Client, LocalCluster
+
+    from roastcoffea import RoastPlugin
+
+    NanoAODSchema.warn_missing_crossrefs = False
+    fileset = {"synthetic": {"files": dict.fromkeys(files, "Events")}}
+    found: dict[str, list[int]] = {v: [] for v in VARIANTS}
+    with tempfile.TemporaryDirectory() as scratch, ExitStack() as stack:
+        out = Path(scratch)
+        clients, workers = {}, []
+        for variant in VARIANTS:
+            cluster = stack.enter_context(
+                LocalCluster(n_workers=0, processes=True, dashboard_address=":0")
+            )
+            clients[variant] = stack.enter_context(Client(cluster))
+            workers.append(start_worker(cluster.scheduler_address, variant, out, profiler))
+        stack.callback(lambda: [w.terminate() or w.wait(120) for w in workers])
+        for client in clients.values():
+            client.wait_for_workers(1, timeout=600)
+        clients["collected"].register_plugin(RoastPlugin())
+        both(clients, fileset, chunksize)  # warm-up: imports, page cache, tree indexes
+        for i in range(rounds):
+            for client in clients.values():
+                client.run(gc.collect)
+                client.run(count_from_zero, str(library))
+            both(clients, fileset, chunksize)
+            for variant, client in clients.items():
+                client.run(stop_and_dump, str(library), f"{variant}-{i}")
+            for variant in VARIANTS:
+                found[variant].append(counts(out, f"{variant}-{i}"))
+            print(f"  round {i + 1}/{rounds}", flush=True)
+    return found
+
+
+def report(chunksize: int, chunks: int, rounds: int, results: dict[str, dict]) -> None:
+    rows = []
+    for setting, found in results.items():
+        bare, collected = found["bare"], found["collected"]
+        ratios = [c / b for b, c in zip(bare, collected, strict=True)]
+        extra = [(c - b) / chunks / 1e6 for b, c in zip(bare, collected, strict=True)]
+        ratio, low, high = interval(ratios)
+        more, more_low, more_high = interval(extra)
+        rows.append(
+            [
+                setting,
+                f"{sum(bare) / len(bare) / chunks / 1e6:,.1f}",
+                f"{sum(collected) / len(collected) / chunks / 1e6:,.1f}",
+                f"{ratio:.4f} ({low:.4f} to {high:.4f})",
+                f"{more:+.2f} ({more_low:+.2f} to {more_high:+.2f})",
+            ]
+        )
+    print(
+        table(
+            [
+                f"{chunks} chunks of {chunksize:,} events, {rounds} rounds",
+                "bare, M per chunk",
+                "collected, M per chunk",
+                "collected / bare (95% CI)",
+                "extra M per chunk (95% CI)",
+            ],
+            rows,
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args, directory, ranges = parse_chunk_bench(__doc__, 10, argv, child_option)
-    if args.child:
-        child(args.child, ranges)
-        return 0
-    if shutil.which("valgrind") is None:
-        print("valgrind is not installed (Debian: apt-get install valgrind; make bench does)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per setting (5)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="chunk sizes")
+    parser.add_argument("--quick", action="store_true", help="20 small chunks, 2 rounds")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None or not Path("/usr/include/valgrind/callgrind.h").exists():
+        print("valgrind and its headers are not installed (Debian: apt-get install valgrind)")
         return 1
-    names = list(variants(ranges[0]))
-    with tempfile.TemporaryDirectory() as scratch:
-        base = counted(BASELINE, argv, Path(scratch))
-        per_chunk = {}
-        for n in names:
-            count = counted(n, argv, Path(scratch))
-            per_chunk[n] = [(c - b) / len(ranges) for c, b in zip(count, base, strict=True)]
-    print(
-        f"chunk instructions: {len(ranges)} chunks of {args.chunksize:,} events per process, "
-        f"demo NanoAOD in {directory}\n"
-    )
-    rows = []
-    for n in names:
-        row = [n]
-        for value, bare in zip(per_chunk[n], per_chunk["bare"], strict=True):
-            extra = value - bare
-            row += [f"{value / 1e6:,.2f}"]
-            row += (
-                ["", ""] if n == "bare" else [f"{extra / 1e6:+,.3f}", f"{100 * extra / bare:+.3f}%"]
-            )
-        rows.append(row)
-    headers = ["per chunk (million instructions)", "main thread", "- bare", "share"]
-    print(table([*headers, "all threads", "- bare", "share"], rows))
+    from roastcoffea.demo.nanoaod import ensure_files
+
+    sizes = QUICK_SIZES if args.quick else {size: SIZES[size] for size in args.sizes}
+    rounds = 2 if args.quick else args.rounds
+    print(f"worker instructions: valgrind --tool=callgrind, both variants at once; {machine()}")
+    with tempfile.TemporaryDirectory() as build:
+        library = build_switch(Path(build))
+        for chunksize, (events, n_files, read) in sizes.items():
+            paths = ensure_files(data_dir(events, n_files), events, n_files)[:read]
+            chunks = read * -(-events // n_files // chunksize)
+            print(f"\nchunks of {chunksize:,} events: {chunks} per run", flush=True)
+            results = {}
+            for profiler in (True, False):
+                setting = f"Dask's profiler {'on' if profiler else 'off'}"
+                print(f" {setting}", flush=True)
+                results[setting] = measure(
+                    [str(p) for p in paths], chunksize, rounds, profiler, library
+                )
+            report(chunksize, chunks, rounds, results)
     return 0
 
 

@@ -16,11 +16,14 @@ import platform
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, LocalCluster
+
+#: the venv of roastcoffea 0.1.2 that ``make bench-0.1.2`` makes, beside ours
+RC012_PYTHON = Path(__file__).resolve().parents[1] / ".venv-0.1.2" / "bin" / "python"
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -59,108 +62,20 @@ def interval(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """(median, low, high): the median and its distribution-free 95 % confidence interval.
-
-    The interval is a pair of order statistics (the sign test's): it holds whatever the
-    shape of the values, heavy tails included, as long as they are independent.
-    """
-    from scipy import stats
-
-    ordered = sorted(values)
-    n = len(ordered)
-    k = int(stats.binom.ppf(0.025, n, 0.5))  # P(fewer than k below the median) <= 2.5 %
-    k = max(k - 1, 0)
-    return statistics.median(ordered), ordered[k], ordered[n - 1 - k]
-
-
-def spread_table(rows: Sequence[tuple[str, Sequence[float], int]]) -> str:
-    """A table of per-chunk figures: each (label, values, digits) as its median and IQR."""
-    return table(["per chunk", "median", "IQR"], [[n, *spread(v, d)] for n, v, d in rows])
-
-
 def data_dir(events: int, files: int) -> Path:
     """Where the benchmarks cache the demo's synthetic NanoAOD of this size."""
     return Path(tempfile.gettempdir()) / "roastcoffea-bench" / f"{events}x{files}"
 
 
-def chunk_arguments(parser: argparse.ArgumentParser, chunks: int) -> None:
-    """The options of a benchmark over demo chunks: --chunks, --chunksize, --repeats,
-    --data-dir, --quick."""
-    from roastcoffea.demo.analysis import DEFAULT_CHUNKSIZE
-
-    parser.add_argument("--chunks", type=int, default=chunks, help=f"chunks per repeat ({chunks})")
-    parser.add_argument(
-        "--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"events ({DEFAULT_CHUNKSIZE:,})"
-    )
-    parser.add_argument("--repeats", type=int, default=3, help="repeats (3)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="cache of the input files")
-    parser.add_argument("--quick", action="store_true", help="3 chunks, 1 repeat")
-
-
-def parse_chunk_bench(
-    doc: str,
-    chunks: int,
-    argv: list[str] | None,
-    more: Callable[[argparse.ArgumentParser], None] | None = None,
-) -> tuple[argparse.Namespace, Path, list[tuple[Path, int, int]]]:
-    """The arguments of a benchmark over demo chunks (``more`` adds its own), the files'
-    directory and the chunks; coffea's warnings about the synthetic files are silenced."""
-    import warnings
-
-    from coffea.nanoevents import NanoAODSchema
-
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    chunk_arguments(parser, chunks)
-    if more is not None:
-        more(parser)
-    args = parser.parse_args(argv)
-    directory, ranges = demo_chunks(args)
-    warnings.filterwarnings("ignore", module="coffea")
-    NanoAODSchema.warn_missing_crossrefs = False
-    return args, directory, ranges
-
-
 def child_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of a benchmark that also runs itself under roastcoffea 0.1.2's venv."""
-    parser.add_argument("--rc012-python", default="/tmp/rc012/bin/python")
+    parser.add_argument(
+        "--rc012-python",
+        default=str(RC012_PYTHON),
+        help="the Python of a venv with roastcoffea 0.1.2 (make bench-0.1.2 makes it)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
-
-
-def demo_chunks(args: argparse.Namespace) -> tuple[Path, list[tuple[Path, int, int]]]:
-    """The demo files' directory and the first ``args.chunks`` (path, start, stop) chunks
-    of ``args.chunksize`` events.
-
-    ``--quick`` makes it 3 chunks and 1 repeat. The files are made once and cached.
-    """
-    from roastcoffea.demo.nanoaod import DEFAULT_EVENTS, DEFAULT_FILES, ensure_files
-
-    if args.quick:
-        args.chunks, args.repeats = 3, 1
-    directory = args.data_dir or data_dir(DEFAULT_EVENTS, DEFAULT_FILES)
-    files = ensure_files(directory, DEFAULT_EVENTS, DEFAULT_FILES)
-    per_file = DEFAULT_EVENTS // DEFAULT_FILES
-    ranges = [
-        (path, start, min(start + args.chunksize, per_file))
-        for path in files
-        for start in range(0, per_file, args.chunksize)
-    ]
-    return directory, ranges[: args.chunks]
-
-
-@contextlib.contextmanager
-def phase_hooks(sink: Callable[[Any], None]) -> Iterator[None]:
-    """The phase hooks installed, every finished task clock handed to ``sink``."""
-    from roastcoffea.instrument import _phase_hooks, phases
-
-    _phase_hooks.install()
-    phases.set_sink(sink)
-    try:
-        yield
-    finally:
-        phases.set_sink(None)
-        _phase_hooks.uninstall()
 
 
 def answer_parent(marker: str, result: dict[str, Any]) -> int:

@@ -1,6 +1,6 @@
 /* The cheapest possible transition hook: a C function that does nothing.
  *
- * bench/hook_cost.py calls it the way Dask calls every plugin hook, so its
+ * bench/scheduler_hook.py calls it the way Dask calls every plugin hook, so its
  * cost is the floor any hook pays whatever it does: CPython building the
  * argument tuple and the keyword dict of `stimulus_id=..., **kwargs`, and
  * dispatching the call. It takes the same METH_VARARGS | METH_KEYWORDS form

@@ -1,6 +1,6 @@
 """A pure-Python SchedulerPlugin doing the transition bookkeeping of roastcoffea's C hook.
 
-This is the yardstick of bench/hook_cost.py: what the transition hook would cost if it
+This is the yardstick of bench/scheduler_hook.py: what the transition hook would cost if it
 were written in Python, as a modest aggregator would be. Per call it derives the task
 prefix with `dask.utils.key_split` (LRU-cached, like the C key_split), counts transitions
 per prefix, and on processing->memory adds the task to a row keyed by (worker, span,

@@ -1,8 +1,9 @@
-"""Runs the benchmarks of bench/ in turn and prints their figures (`make bench`).
+"""Runs every benchmark of bench/ in turn and prints its figures (`make bench`).
 
-All but exit_latency.py, which compares against roastcoffea 0.1.2 in a venv of its own
-(docs/performance.md says how to make it); collector_overhead.py measures 0.1.2 beside ours
-when that venv exists, and says so when it does not.
+The benchmarks are grouped by the question they answer, in the order of
+docs/performance.md; a script's name starts with its question. Those that compare against
+roastcoffea 0.1.2 (chunk_overhead.py, exit_latency.py) run it from the venv that
+`make bench-0.1.2` makes, and say so when it is missing.
 
 Each benchmark runs in its own Python process (the same interpreter), so a cluster or a
 large aggregator of one never weighs on the next. `--quick` is passed through for a short
@@ -18,35 +19,42 @@ import sys
 import time
 from pathlib import Path
 
-BENCHMARKS = (
-    "hook_cost.py",
-    "scheduler_overhead.py",
-    "flush_latency.py",
-    "series_memory.py",
-    "collector_overhead.py",
-    "consecutive_runs.py",
-    "chunk_cost.py",
-    "chunk_instructions.py",
-    "worker_instructions.py",
-    "instrument_cost.py",
-    "range_bytes.py",
-    "phase_cost.py",
-    "insitu_cost.py",
-    "worker_parts.py",
-    "scale.py",
-    "measurement_scale.py",
-)
+#: question (a section of docs/performance.md) -> its benchmarks
+QUESTIONS = {
+    "chunk": ("chunk_overhead.py", "chunk_instructions.py", "chunk_parts.py"),
+    "scheduler": ("scheduler_hook.py", "scheduler_insitu.py", "scheduler_overhead.py"),
+    "scale": ("scale_scheduler.py", "scale_runs.py", "scale_measurement.py"),
+    "exit": ("exit_latency.py", "exit_flush.py"),
+    "memory": ("memory_series.py",),
+}
+
+
+def chosen(only: list[str]) -> list[str]:
+    """The benchmarks named by ``only`` (questions or script names), or all of them."""
+    every = [name for names in QUESTIONS.values() for name in names]
+    if not only:
+        return every
+    unknown = [o for o in only if o not in QUESTIONS and f"{o.removesuffix('.py')}.py" not in every]
+    if unknown:
+        raise SystemExit(f"run_all.py: no question or benchmark named {', '.join(unknown)}")
+    return [
+        name
+        for question, names in QUESTIONS.items()
+        for name in names
+        if question in only or name.removesuffix(".py") in {o.removesuffix(".py") for o in only}
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short runs of every benchmark")
-    parser.add_argument("only", nargs="*", help="run only these (e.g. hook_cost)")
+    parser.add_argument(
+        "only", nargs="*", help=f"run only these questions ({', '.join(QUESTIONS)}) or scripts"
+    )
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parent
-    chosen = [b for b in BENCHMARKS if not args.only or b.removesuffix(".py") in args.only]
     failed = []
-    for name in chosen:
+    for name in chosen(args.only):
         command = [sys.executable, str(here / name), *(["--quick"] if args.quick else [])]
         print(f"$ {' '.join(command)}", flush=True)
         t0 = time.perf_counter()

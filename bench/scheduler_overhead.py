@@ -27,7 +27,7 @@ goes. Finally one more "with" run is profiled (cProfile on the event-loop thread
 scheduler and of the workers), and the share of the profiled time spent in
 roastcoffea's own functions is printed: a direct measure of the plugin's work that other
 jobs on the machine do not blur (the CPython call into the hook is charged to Dask's
-caller, see bench/hook_cost.py for that part). Ratios are with/without per adjacent
+caller, see bench/scheduler_hook.py for that part). Ratios are with/without per adjacent
 pair, summarized by median and interquartile range. Target: ratio <= 1.03. Nothing is
 asserted; the script prints figures.
 """

@@ -38,8 +38,8 @@ RATE_UNITS = (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3))
 def format_rate(hertz: float, per: str = "") -> str:
     """A rate in the unit its magnitude calls for: ``"62.50 Hz"``, ``"584.18 kHz"``, ``"1.88 MHz"``.
 
-    ``per`` is appended to the unit (``"/core"``). Small runs no longer read
-    as "0.00 kHz".
+    ``per`` is appended to the unit (``"/core"``), so a small run reads in Hz,
+    never as "0.00 kHz".
     """
     hertz = float(hertz)
     for name, size in RATE_UNITS:

@@ -195,7 +195,7 @@ class RangeBytes:
     baskets together): their normal baskets are grouped by boundaries and summed per
     slot, so a range costs two binary searches per group, on plain lists (a few numpy
     calls cost more than that in a task's cold cache): 0.3-0.6 µs for one group at any
-    size, 8-10 µs for 40 (``bench/range_bytes.py``). Beyond :data:`LISTED_GROUPS`
+    size, 8-10 µs for 40 (measured; CHANGELOG.md, 0.2.0). Beyond :data:`LISTED_GROUPS`
     groups, each group's boundaries are offset by ``group * span`` in one sorted array,
     so one ``searchsorted`` covers every group. Baskets outside any group (embedded
     ones, boundaries out of order) are tested one by one.

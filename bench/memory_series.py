@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = args.samples or (8640 if args.quick else 86_400)
     cap = int((args.cap_mib or (2 if args.quick else 64)) * (1 << 20))
 
-    print("series_memory")
+    print("memory_series")
     print(f"  {machine()}")
     print()
     a = bytes_per_sample(workers=100, samples=2000)

@@ -9,17 +9,17 @@ rounds of trivial tasks (``client.map(inc, ...)``, gathered, then forgotten). Pe
   call in 64 timed, drawn at random) times the calls of that kind, the ring drains the
   hook made, and the sampler's ticks (``Sampler.cpu_seconds``, thread CPU). Not in it:
   CPython's call into the hook, which Dask's loop pays per plugin (the call floor of
-  hook_cost.py, section 1 of docs/performance.md), shown on its own line;
+  scheduler_hook.py, section 1 of docs/performance.md), shown on its own line;
 - the worker processes' CPU per task, and the worker plugin's share: its ``transition``
   hook and its heartbeat payload, timed around each call on every worker (a wrapper
   installed for the benchmark; its own cost is outside the timed interval).
 
 The shares are means over the rounds with a 95 % confidence interval (Student's t), so a
-claim of "below 1 %" is read off the interval, not off one noisy run. Targets (issue 13):
+claim of "below 1 %" is read off the interval, not off one noisy run. Targets:
 plugin <= 1 % of the scheduler's CPU per task and <= 1 % of the workers'. Nothing is
 asserted.
 
-Run: ``.venv/bin/python bench/insitu_cost.py`` (about two minutes).
+Run: ``.venv/bin/python bench/scheduler_insitu.py`` (about two minutes).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def measure(
                 ]
             )
     print(
-        f"insitu_cost: {rounds} rounds of {tasks:,} trivial tasks; dask scheduler --preload "
+        f"scheduler_insitu: {rounds} rounds of {tasks:,} trivial tasks; dask scheduler --preload "
         "roastcoffea, dask worker --nworkers 2 --nthreads 1"
     )
     print()
@@ -253,7 +253,7 @@ def measure(
     )
     print(
         "not in the plugin's figure: CPython's call into the C hook "
-        "(the call floor of hook_cost.py), 6 calls per task"
+        "(the call floor of scheduler_hook.py), 6 calls per task"
     )
     print(
         json.dumps({"scheduler_share_pct": [ms, lo_s, hi_s], "worker_share_pct": [mw, lo_w, hi_w]})

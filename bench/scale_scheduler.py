@@ -17,11 +17,11 @@ linear growth reads as a constant:
   with the process's CPU clock; their mean over the default 1 s interval is
   the share of a core the monitoring costs the scheduler. Then the
   scheduler's side of a flush (every worker's full payload applied; the RPC
-  round trips are the real-worker figure of flush_latency.py), the snapshot
+  round trips are the real-worker figure of exit_flush.py), the snapshot
   of the span (time, size, the client's decode and metrics), and one
   Prometheus scrape of the plugin's series (collected and formatted as
   Dask's ``/metrics`` does).
-- **tasks** (10^4 to 10^6): transitions of a realistic graph (hook_cost.py's
+- **tasks** (10^4 to 10^6): transitions of a realistic graph (scheduler_hook.py's
   generator) through the plugin's C hook, then a snapshot: hook CPU per task,
   snapshot size (rows are per worker, span and prefix: it does not grow with
   tasks).
@@ -29,11 +29,11 @@ linear growth reads as a constant:
   workers send them, then a snapshot and the client's record decoding: time
   and bytes per chunk.
 
-Targets (issue 13) at 1,000 workers: scheduler CPU for ingesting all payloads
+Targets at 1,000 workers: scheduler CPU for ingesting all payloads
 <= 1 % of one core at the default interval; snapshot of one span <= 10 MB;
 collector exit (flush + snapshot + decode) <= 1 s. Nothing is asserted.
 
-Run: ``.venv/bin/python bench/scale.py`` (about a minute).
+Run: ``.venv/bin/python bench/scale_scheduler.py`` (about a minute).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from common import machine, median, table, verdict
 from distributed import Scheduler
 from distributed.core import Status
 from distributed.scheduler import WorkerState, heartbeat_interval
-from hook_cost import WORKERS, make_round
 from prometheus_client import CollectorRegistry, generate_latest
+from scheduler_hook import WORKERS, make_round
 
 from roastcoffea import _native
 from roastcoffea.metrics import MetricsInputs, compute_metrics

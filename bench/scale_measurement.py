@@ -9,11 +9,11 @@ back (``load_measurement``), rendered as the HTML report (``write_report``, as
 ``roastcoffea report`` does) and drawn (``save_plots``, as ``roastcoffea plot``
 does). Each step is timed once with ``time.perf_counter``, and per chunk.
 
-Targets (issue 14): a 10,000-chunk measurement loads in <= 1 s and reports and
-plots in <= 15 s; a 100,000-chunk one does all in seconds, not minutes (issue
-13). Nothing is asserted.
+Targets: a 10,000-chunk measurement loads in <= 1 s and reports and
+plots in <= 15 s; a 100,000-chunk one does all in seconds, not minutes.
+Nothing is asserted.
 
-Run: ``.venv/bin/python bench/measurement_scale.py`` (a few minutes).
+Run: ``.venv/bin/python bench/scale_measurement.py`` (a few minutes).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from common import machine, table, verdict
-from scale import SPAN, busy_digests, chunk_fields
+from scale_scheduler import SPAN, busy_digests, chunk_fields
 
 from roastcoffea import _native
 from roastcoffea.measurement import load_measurement, save_measurement
@@ -36,7 +36,7 @@ from roastcoffea.report.html import write_report
 T0 = 1.7e9
 WORKERS = ("tcp://10.0.0.1:8786", "tcp://10.0.0.2:8786")
 PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
-EVENTS = 100_000  # per chunk, as scale.chunk_fields writes
+EVENTS = 100_000  # per chunk, as scale_scheduler.chunk_fields writes
 
 
 def snapshot(seconds: float) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rounds = args.rounds or (8 if args.quick else 30)
 
-    print(f"flush_latency: {rounds} rounds of each kind, {args.tasks} tasks per round, ABBA order")
+    print(f"exit_flush: {rounds} rounds of each kind, {args.tasks} tasks per round, ABBA order")
     print("  LocalCluster(n_workers=N, threads_per_worker=1, processes=True)")
     print(f"  {machine()}")
     print()

@@ -41,7 +41,7 @@ per round (paired) and summarized by their median and interquartile range. Nothi
 asserted; the script prints figures, the engine's own timing of the inside of the hook,
 and a check that the C aggregator and the reference plugin counted the same tasks.
 
-Targets (issue "native engine and Dask plugin pair"): C / empty <= 1.5 and
+Targets: C / empty <= 1.5 and
 reference / C >= 5, with the C hook on RoastPlugin. The second is shown two ways: on the
 net cost per call, and above the floor (each arm less the empty C method), which compares
 what the hooks themselves do.
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     def ratio(num: list[float], den: list[float]) -> list[float]:
         return [n / d for n, d in zip(num, den, strict=True)]
 
-    print(f"hook_cost: {rounds} rounds x {calls:,} transition calls")
+    print(f"scheduler_hook: {rounds} rounds x {calls:,} transition calls")
     print(
         f"  ({n_tasks:,} tasks x 6 transitions, fresh keys each round,"
         " arms interleaved chunk by chunk)"

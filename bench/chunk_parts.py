@@ -3,7 +3,7 @@
 What it measures: the ``Analysis`` processor of ``bench/workload.py`` with ``@track_metrics``
 inside ``MetricsCollector``, with coffea ``Runner`` + ``DaskExecutor`` on
 ``LocalCluster(n_workers=1, threads_per_worker=1, processes=True)`` with ``RoastPlugin``, on
-the workload of ``bench/collector_overhead.py`` at one chunk size. After a warm-up run, the
+the workload of ``bench/chunk_overhead.py`` at one chunk size. After a warm-up run, the
 parts of the monitoring are wrapped on the worker in a timer of the calling thread's CPU
 clock, and ``--runs`` runs are timed:
 
@@ -20,10 +20,10 @@ clock, and ``--runs`` runs are timed:
 A part nested in another is also in the other's figure. Each timed call also pays its
 timer (two reads of the CPU clock, printed as the timer's own cost). The instrumentation's
 whole measured CPU per chunk, from its records, is printed beside them. These are parts of
-what ``bench/collector_overhead.py`` measures as a whole against a bare run; nothing is
+what ``bench/chunk_overhead.py`` measures as a whole against a bare run; nothing is
 asserted.
 
-Run: ``.venv/bin/python bench/worker_parts.py --chunksize 1000`` (about 4 minutes).
+Run: ``.venv/bin/python bench/chunk_parts.py --chunksize 1000`` (about 4 minutes).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from collector_overhead import SIZES
+from chunk_overhead import SIZES
 from common import data_dir, machine, table
 
 #: (owner on the worker, attribute, label) of each timed part; owners are named below.
