@@ -12,9 +12,9 @@ clock, and ``--runs`` runs are timed:
   ``chunk_baskets`` and ``record_fields``), its hand-off (``add_chunk``), and the phase
   clock's sink (closing the task's phases, its record and digests);
 - on the event loop: the worker plugin's ``transition`` hook, of it the records' release
-  (``_release``: completing, encoding, ``Worker.log_event``) and the phase digests
-  (``_sum_phases``), and its heartbeat payload with the phase sums it files
-  (``_file_phase_sums``); every ``Worker.digest_metric`` call (Dask's
+  (``Outbox.send``: completing, encoding, ``Worker.log_event``) and the phase digests
+  summed (``PhaseSums.add``), and its heartbeat payload with the phase sums it files
+  (``PhaseSums.file``); every ``Worker.digest_metric`` call (Dask's
   own included: a bare worker makes about 19 per task) and ``Worker.log_event``.
 
 A part nested in another is also in the other's figure. Each timed call also pays its
@@ -45,10 +45,10 @@ PARTS = (
     ("index", "record_fields", "  basket sizes"),
     ("plugin", "add_chunk", "decorator: hand-off to the plugin"),
     ("plugin", "transition", "loop: plugin transition hook"),
-    ("plugin", "_release", "  records completed, encoded, sent"),
-    ("plugin", "_sum_phases", "  phase digests summed"),
+    ("outbox", "send", "  records completed, encoded, sent"),
+    ("outbox", "_sum_phases", "  phase digests summed"),
     ("plugin", "_payload", "loop: heartbeat payload"),
-    ("plugin", "_file_phase_sums", "  phase sums filed"),
+    ("sums", "file", "  phase sums filed"),
     ("worker", "digest_metric", "loop: Worker.digest_metric (Dask's too)"),
     ("worker", "log_event", "loop: Worker.log_event"),
 )
@@ -66,6 +66,8 @@ def install_timers(dask_worker: Any) -> float:
         "measure": _measure.Measure,
         "index": _baskets.TreeIndex,
         "plugin": plugin,
+        "outbox": plugin._outbox,
+        "sums": plugin._phase_sums,
         "worker": dask_worker,
     }
     totals: dict[str, list[float]] = {}

@@ -30,12 +30,15 @@ from roast_testing import run_in_threads
 from roastcoffea.instrument import (
     BaseInstrumentationContext,
     instrumentation_counters,
+    running,
     track_bytes,
     track_memory,
     track_metrics,
     track_section,
     track_time,
 )
+from roastcoffea.instrument.running import set_lookup
+from roastcoffea.plugin.task import running_task
 from roastcoffea.plugin.worker.work_items import holds_work_item
 from roastcoffea.records import (
     decode_record,
@@ -54,7 +57,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevent
 
 @contextmanager
 def in_span() -> Iterator[str]:
-    """A fresh span annotation, as ``distributed.span`` sets it (without a client)."""
+    """A fresh span annotation, as ``distributed.span`` sets it (without a client), with
+    the running task's lookup the plugin hands the instrumentation when a run opens."""
+    set_lookup(running_task)
     span_id = str(uuid.uuid4())
     with dask.annotate(span={"name": ("instrument-test",), "ids": (span_id,)}):
         yield span_id
@@ -176,6 +181,19 @@ def test_a_chunk_record_goes_to_the_local_store() -> None:
     assert record["bytes"] == {"read": None}
     # Numbers add up, other values replace.
     assert record["custom"] == {"count": 5, "label": "first"}
+
+
+def test_without_the_plugins_lookup_a_chunk_belongs_to_no_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The instrumentation knows no Dask: until the plugin hands it the running task's
+    lookup, a record has no span even inside one, and still reaches the local store."""
+    monkeypatch.setattr(running, "_lookup", None)
+    drain_local_records(None)  # what earlier tests left
+    with dask.annotate(span={"name": ("instrument-test",), "ids": (str(uuid.uuid4()),)}):
+        Sections().process(FakeEvents(4))
+    [record] = drain_local_records(None)
+    assert record["span"] is None and record["worker"] is None and record["num_events"] == 4
 
 
 def test_a_failed_chunk_records_the_error_and_reraises() -> None:

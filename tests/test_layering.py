@@ -5,7 +5,8 @@ Read from the source, so a new file is checked the day it is added:
 - only ``plugin/`` imports ``distributed``'s modules or touches scheduler and
   worker objects;
 - ``metrics/`` imports no Dask at all;
-- ``report/`` and ``plots/`` import no plugin module;
+- ``report/`` and ``plots/`` import no plugin module, nor does ``instrument/``, which
+  the plugin hands what it needs;
 - nothing outside ``plugin/`` imports a private name of it;
 - inside ``plugin/``, each role keeps to its room: the worker's code imports nothing of
   the scheduler's or the client's (a worker loads its own room only), the scheduler's
@@ -99,6 +100,20 @@ def test_report_and_plots_import_no_plugin(name: str, tree: ast.Module) -> None:
         assert not module.startswith("roastcoffea.plugin"), f"{name} imports {module}"
         if module == "roastcoffea":
             assert "plugin" not in names and "RoastPlugin" not in names, name
+
+
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t in modules() if n.startswith("instrument/")],
+    ids=lambda v: str(v)[:40],
+)
+def test_instrumentation_imports_no_plugin(name: str, tree: ast.Module) -> None:
+    """The plugin imports the instrumentation and hands it what it needs (the phase
+    clock's sink, the running task's lookup); never the other way round."""
+    for module, names in imports(tree):
+        assert not module.startswith("roastcoffea.plugin"), f"{name} imports {module}"
+        if module == "roastcoffea":
+            assert "plugin" not in names, name
 
 
 @pytest.mark.parametrize(("name", "tree"), outside("plugin/"), ids=lambda v: str(v)[:40])

@@ -16,6 +16,7 @@ from roastcoffea.instrument._coffea import (
 )
 from roastcoffea.instrument._counters import COUNTERS, Unavailable, describe
 from roastcoffea.instrument.phases import current as current_clock
+from roastcoffea.instrument.running import running_task
 from roastcoffea.records import RECORD_VERSION, queue_local
 
 
@@ -133,8 +134,6 @@ class Measure:
             self.unavailable["mem_delta_mb"] = "RSS not measured"
         record["bytes_read"] = None if bytes1 is None else bytes1 - self.bytes0
         record["error"] = None if error is None else describe(error)
-
-        from roastcoffea.plugin.task import running_task  # Dask, only where a chunk ends
 
         task = running_task()
         plugin, span = task.plugin, task.span

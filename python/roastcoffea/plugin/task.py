@@ -1,27 +1,18 @@
-"""The Dask task a thread runs, for the instrumentation of a processor's chunks."""
+"""The Dask task a thread runs, found for the instrumentation of a processor's chunks."""
 
 from __future__ import annotations
-
-from typing import Any, NamedTuple
 
 import dask
 from distributed import get_worker
 from distributed.worker import thread_state
 
+from roastcoffea.instrument.running import RunningTask
 from roastcoffea.plugin.protocol import PLUGIN_NAME
 
 
-class RunningTask(NamedTuple):
-    """Where a chunk record goes: the worker plugin of the task, or nowhere."""
-
-    worker: str | None  #: the worker's address, None outside a worker
-    plugin: Any  #: the RoastWorkerPlugin to hand records to, or None
-    key: Any  #: the task key, None outside a task
-    span: str | None  #: the task's span id, or the caller's innermost span
-
-
 def running_task() -> RunningTask:
-    """The task of the calling thread.
+    """The task of the calling thread: the lookup the plugin hands the instrumentation
+    (:func:`roastcoffea.instrument.running.set_lookup`).
 
     On a worker with the roastcoffea worker plugin the span is the running
     task's; otherwise the plugin is None and the span is the caller's innermost

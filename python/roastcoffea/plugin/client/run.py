@@ -24,7 +24,9 @@ from typing import Any
 import dask
 import distributed
 
+from roastcoffea.instrument.running import set_lookup
 from roastcoffea.plugin.protocol import RUN_ANNOTATION
+from roastcoffea.plugin.task import running_task
 
 #: Prefix of the task that declares a run's span (it never runs).
 DECLARATION_PREFIX = "roastcoffea-run"
@@ -55,6 +57,7 @@ def run_span(client: Any, *tags: str) -> Iterator[str]:
     span never raises: without it, tasks Dask grouped under another run's span
     stay there, and the scheduler counts them (``runs:span-unknown``).
     """
+    set_lookup(running_task)  # chunks run here (a local executor) find the run's span
     with distributed.span(*tags) as span_id, dask.annotate(**{RUN_ANNOTATION: span_id}):
         declare(client)
         yield span_id

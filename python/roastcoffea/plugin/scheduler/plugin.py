@@ -90,7 +90,7 @@ class RoastPlugin(SchedulerPlugin):
         Run the phase clock on the workers: each processor task's time split
         into open, read, decompress, interpret, user, output and other
         (docs/metrics.md). Off, the phase metrics are None and a chunk costs
-        the workers less (docs/performance.md, section 5). Default
+        the workers less (docs/performance.md, "What a chunk costs"). Default
         ``roastcoffea.phases`` (True).
 
     Notes

@@ -30,6 +30,7 @@ from distributed.spans import CONTEXTS_WITH_SPAN_ID
 from roastcoffea import _native
 from roastcoffea.instrument import _phase_hooks
 from roastcoffea.instrument import phases as phase_clock
+from roastcoffea.instrument.running import set_lookup
 from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES, PhaseDigests
 from roastcoffea.plugin.protocol import (
     FINAL_STATE_TOPIC,
@@ -37,6 +38,7 @@ from roastcoffea.plugin.protocol import (
     PLUGIN_NAME,
     WORKER_STATE_HANDLER,
 )
+from roastcoffea.plugin.task import running_task
 from roastcoffea.plugin.worker.outbox import RUNNING_STATES, Outbox
 from roastcoffea.plugin.worker.phase_sums import PhaseSums
 from roastcoffea.plugin.worker.phases import digest_task_phases
@@ -146,6 +148,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         )
         worker.metrics[PLUGIN_NAME] = self._payload
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
+        set_lookup(running_task)
         if not self.phases:
             self.phase_hooks_error = "turned off (RoastPlugin phases=False)"
             return
