@@ -34,23 +34,17 @@ def test_prefixes_beyond_the_bound_fold_into_one_label_keeping_every_second() ->
     assert fold_labels(totals, 0, 10) == (totals, 0)
 
 
+def in_seconds(by_prefix_activity: dict[tuple[str, str], float]) -> dict[tuple, float]:
+    return {
+        (prefix, activity, "seconds"): v for (prefix, activity), v in by_prefix_activity.items()
+    }
+
+
 def test_activities_beyond_the_bound_fold_by_their_total() -> None:
     # The export folds each unit's family on its own: seconds, then bytes.
-    seconds = {
-        ("p", "thread-cpu", "seconds"): 3.0,
-        ("q", "thread-cpu", "seconds"): 1.0,
-        ("p", "user-act-1", "seconds"): 2.0,
-        ("p", "user-act-2", "seconds"): 0.5,
-    }
-    assert fold_labels(seconds, 1, 2) == (
-        {
-            ("p", "thread-cpu", "seconds"): 3.0,
-            ("q", "thread-cpu", "seconds"): 1.0,
-            ("p", "user-act-1", "seconds"): 2.0,
-            ("p", FOLDED, "seconds"): 0.5,
-        },
-        1,
-    )
+    kept = {("p", "thread-cpu"): 3.0, ("q", "thread-cpu"): 1.0, ("p", "user-act-1"): 2.0}
+    seconds = in_seconds({**kept, ("p", "user-act-2"): 0.5})
+    assert fold_labels(seconds, 1, 2) == (in_seconds({**kept, ("p", FOLDED): 0.5}), 1)
     nbytes = {("p", "disk-read", "bytes"): 100.0, ("p", "user-bytes", "bytes"): 5.0}
     assert fold_labels(nbytes, 1, 1) == (
         {("p", "disk-read", "bytes"): 100.0, ("p", FOLDED, "bytes"): 5.0},

@@ -36,16 +36,31 @@ static roast_agg *snapshot_arg(PyObject *data, double *taken_at)
     return agg;
 }
 
-PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data)
+/* A snapshot's dict; with_state makes it the pair (dict, the state file of its
+ * aggregator without the records: a measurement keeps the records once, decoded). */
+static PyObject *snapshot_dict(PyObject *data, int with_state)
 {
-    (void)module;
     double taken_at = 0;
     roast_agg *agg = snapshot_arg(data, &taken_at);
     if (!agg)
         return NULL;
     PyObject *dict = roastpy_agg_to_dict(agg, taken_at);
+    if (dict && with_state) {
+        roast_agg_clear_records(agg);
+        PyObject *text = roastpy_take_text(roast_store_to_json(agg));
+        if (text)
+            dict = Py_BuildValue("(NN)", dict, text);
+        else
+            Py_CLEAR(dict);
+    }
     roast_agg_free(agg);
     return dict;
+}
+
+PyObject *roastpy_decode_snapshot(PyObject *module, PyObject *data)
+{
+    (void)module;
+    return snapshot_dict(data, 0);
 }
 
 PyObject *roastpy_decode_payload(PyObject *module, PyObject *data)
@@ -97,21 +112,5 @@ PyObject *roastpy_state_from_json(PyObject *module, PyObject *text)
 PyObject *roastpy_decode_exit_snapshot(PyObject *module, PyObject *data)
 {
     (void)module;
-    double taken_at = 0;
-    roast_agg *agg = snapshot_arg(data, &taken_at);
-    if (!agg)
-        return NULL;
-    PyObject *dict = roastpy_agg_to_dict(agg, taken_at);
-    PyObject *text = NULL;
-    if (dict) {
-        /* The measurement keeps the records decoded, in its metrics: once on disk. */
-        roast_agg_clear_records(agg);
-        text = roastpy_take_text(roast_store_to_json(agg));
-    }
-    roast_agg_free(agg);
-    if (!text) {
-        Py_XDECREF(dict);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", dict, text);
+    return snapshot_dict(data, 1);
 }
