@@ -96,7 +96,6 @@ def one_size(n: int, root: Path) -> dict[str, float]:
     seconds = chunks[-1]["t_end"] - T0
     inputs = MetricsInputs(
         snapshot=snapshot(seconds),
-        span_ids={SPAN},
         t_start=T0,
         t_end=T0 + seconds + 1,
         wall_time=seconds + 1,

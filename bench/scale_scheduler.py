@@ -172,7 +172,6 @@ async def worker_scale(n: int, periods: int) -> dict[str, float]:
         decode_s = time.perf_counter() - start
         inputs = MetricsInputs(
             snapshot=snap,
-            span_ids={SPAN},
             t_start=snap["started"],
             t_end=snap["taken_at"],
             wall_time=snap["taken_at"] - snap["started"],

@@ -124,10 +124,12 @@ class Outbox:
             return
         delay = self._delays.pop(key)
         with self._lock:
-            entries = self._pending.pop(key, ())
+            entries = self._pending.pop(key, None)
             started = self._thread_starts.pop(key, None)
             digests = self._phase_digests.pop(key, None)
-        self.send(entries, ts, stamped_delay(ts, started, delay), digests)
+        if entries is None and digests is None:
+            return  # most tasks hold nothing: no clock read, no message
+        self.send(entries or (), ts, stamped_delay(ts, started, delay), digests)
         if digests is not None:
             self._sum_phases(*digests)
 
@@ -152,9 +154,9 @@ class Outbox:
                 oldest = next(iter(self._pending))
                 evicted = self._pending.pop(oldest)
                 evicted_digests = self._phase_digests.pop(oldest, None)
-        for _ in evicted:
-            self._count("pending_overflow")
-        self.send(evicted, None, None, evicted_digests)
+        if evicted or evicted_digests is not None:
+            self._count("pending_overflow", len(evicted))
+            self.send(evicted, None, None, evicted_digests)
         if evicted_digests is not None:
             self.sum_from_the_loop(evicted_digests)
 
