@@ -686,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         del pythons["0.1.2"]
     by_size: dict[int, dict[str, dict[str, Any]]] = {}
     print(
-        f"collector overhead: {blocks} blocks of {rounds} rounds per chunk size and version; "
+        f"chunk overhead: {blocks} blocks of {rounds} rounds per chunk size and version; "
         f"{machine()}"
     )
     if args.without:

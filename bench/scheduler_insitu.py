@@ -9,7 +9,7 @@ rounds of trivial tasks (``client.map(inc, ...)``, gathered, then forgotten). Pe
   call in 64 timed, drawn at random) times the calls of that kind, the ring drains the
   hook made, and the sampler's ticks (``Sampler.cpu_seconds``, thread CPU). Not in it:
   CPython's call into the hook, which Dask's loop pays per plugin (the call floor of
-  scheduler_hook.py, section 1 of docs/performance.md), shown on its own line;
+  scheduler_hook.py, "The transition hook" in docs/performance.md), shown on its own line;
 - the worker processes' CPU per task, and the worker plugin's share: its ``transition``
   hook and its heartbeat payload, timed around each call on every worker (a wrapper
   installed for the benchmark; its own cost is outside the timed interval).

@@ -94,7 +94,7 @@ static const char *read_prefix(Aggregator *self, PyObject *key, roast_id *prefix
     /* Split every time rather than cache key -> prefix: measured in a running
      * scheduler, whose own work evicts our memory from the CPU caches between
      * calls, any table of keys cost more in misses than the split of a key
-     * whose bytes Dask has just hashed (docs/performance.md, section 9). */
+     * whose bytes Dask has just hashed (docs/performance.md, "In a running scheduler"). */
     char small[256];
     char *buf = (size_t)len + 8 <= sizeof small ? small : PyMem_Malloc((size_t)len + 8);
     if (!buf)
