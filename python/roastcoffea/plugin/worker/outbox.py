@@ -154,7 +154,7 @@ class Outbox:
                 oldest = next(iter(self._pending))
                 evicted = self._pending.pop(oldest)
                 evicted_digests = self._phase_digests.pop(oldest, None)
-        if evicted or evicted_digests is not None:
+        if evicted:  # an evicted task always held a record; its digests go with it
             self._count("pending_overflow", len(evicted))
             self.send(evicted, None, None, evicted_digests)
         if evicted_digests is not None:
