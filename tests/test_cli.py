@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -10,9 +12,10 @@ from pathlib import Path
 import pytest
 from measured_run import Measured
 
-from roastcoffea import load_measurement, save_measurement
+from roastcoffea import __version__, load_measurement, save_measurement
 from roastcoffea.measurement import load_metadata
 from roastcoffea.plots.catalog import applicable_plots
+from roastcoffea.units import format_number
 
 #: The installed console script, next to this interpreter.
 SCRIPT = Path(sys.executable).parent / "roastcoffea"
@@ -45,6 +48,68 @@ def test_every_command_has_help(command: str | None) -> None:
     if command is None:
         for name in ("demo", "show", "report", "plot", "compare"):
             assert name in result.stdout
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert (result.returncode, result.stdout.strip()) == (0, f"roastcoffea {__version__}")
+
+
+def without(modules: tuple[str, ...], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The command in an interpreter where ``modules`` cannot be imported (as if not installed)."""
+    code = (
+        "import sys\n"
+        f"for name in {modules!r}: sys.modules[name] = None\n"
+        "from roastcoffea.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_plotting_without_matplotlib_names_the_extra(measured: Measured, tmp_path: Path) -> None:
+    for args in (("plot", measured.path), ("compare", measured.path, measured.path, "--plot", "f")):
+        result = without(("matplotlib",), *args)
+        assert_one_line_error(result, 2, "needs matplotlib", "pip install 'roastcoffea[plot]'")
+    # A report needs no figure: it is written, and says why it has none.
+    result = without(("matplotlib",), "report", measured.path, "-o", tmp_path / "r.html")
+    assert result.returncode == 0, result.stderr
+    assert "No figures: matplotlib is not installed." in (tmp_path / "r.html").read_text()
+
+
+def test_the_demo_without_coffea_names_the_extra(tmp_path: Path) -> None:
+    result = without(("awkward", "coffea"), "demo", "--output", tmp_path)
+    assert_one_line_error(result, 2, "needs coffea, awkward", "pip install 'roastcoffea[coffea]'")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_and_plot_show_progress_on_a_terminal(measured: Measured, tmp_path: Path) -> None:
+    for command in ("report", "plot"):
+        leader, follower = pty.openpty()
+        done = subprocess.run(
+            [str(SCRIPT), command, str(measured.path), "-o", str(tmp_path / command)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+        )
+        os.close(follower)
+        shown = b""
+        while chunk := _read_ready(leader):
+            shown += chunk
+        os.close(leader)
+        assert done.returncode == 0
+        assert b"figures" in shown, shown  # the bar's text, drawn on the terminal
+        assert "figures" not in done.stdout.replace("figures written", "")
+
+
+def _read_ready(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the terminal closed: everything was read
+        return b""
 
 
 def test_show_prints_the_summary(measured: Measured) -> None:
@@ -133,13 +198,24 @@ def test_compare_shows_deltas_and_ratios(measured: Measured, tmp_path: Path) -> 
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
     wall = measured.metrics["wall_time"]
     cells = [cell.strip() for cell in rows["wall time"].split("│")[2:-1]]
-    assert cells == ["s", f"{wall:,.4g}", f"{2 * wall:,.4g}", f"{wall:+,.4g}", "2.000x"]
+    shown = [format_number(v) for v in (wall, 2 * wall)]
+    assert cells == ["s", *shown, f"+{shown[0]}", "2.000x"]
     cells = [cell.strip() for cell in rows["mean chunk duration"].split("│")[2:-1]]
     assert cells[2:] == ["N/A", "N/A", "N/A"]
     cells = [cell.strip() for cell in rows["events"].split("│")[2:-1]]
     assert cells[-2:] == ["+0", "1.000x"]
     assert "measured (baseline)" in result.stdout and "slower" in result.stdout
     assert figure.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_compare_tells_runs_saved_under_one_name_apart(measured: Measured, tmp_path: Path) -> None:
+    metrics, t0, t1 = load_measurement(measured.path)
+    first = save_measurement(metrics, t0, t1, tmp_path / "before", "demo")
+    second = save_measurement(metrics, t0, t1, tmp_path / "after", "demo")
+    result = run("compare", first, second)
+    assert result.returncode == 0, result.stderr
+    header = result.stdout.replace("\n", " ")
+    assert "before/demo (baseline)" in header and "after/demo" in header
 
 
 def test_compare_needs_two_measurements(measured: Measured) -> None:

@@ -1,20 +1,24 @@
 """The ``roastcoffea`` command line: demo, show, report, plot, compare.
 
-A measurement that is missing or corrupt is reported on one line and the
-command exits with status 2 (as argparse does for a bad command line); an
-output that cannot be written exits with status 1. Never a traceback for
-either.
+A measurement that is missing or corrupt, or a command whose optional
+packages are not installed, is reported on one line and the command exits
+with status 2 (as argparse does for a bad command line); an output that
+cannot be written exits with status 1. Never a traceback for either.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from roastcoffea._version import __version__
 
 #: Exit status for a bad command line or an unreadable measurement.
 USAGE_ERROR = 2
@@ -43,6 +47,65 @@ class Loaded:
     @property
     def name(self) -> str:
         return str(self.metadata.get("name") or self.path.name)
+
+
+#: What each optional part needs: (modules, the extra that installs them).
+PLOTTING = (("matplotlib",), "plot")
+COFFEA = (("coffea", "uproot", "awkward", "matplotlib"), "coffea")
+
+
+def _require(what: str, needs: tuple[tuple[str, ...], str]) -> None:
+    """A :class:`CommandError` naming the extra to install when a module is missing."""
+    modules, extra = needs
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CommandError(
+            f"{what} needs {', '.join(missing)}: pip install 'roastcoffea[{extra}]'",
+            USAGE_ERROR,
+        )
+
+
+@contextmanager
+def _figure_progress(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while figures are drawn; none when it is not a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(what, total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def distinct_names(paths: Sequence[Path], names: Sequence[str]) -> list[str]:
+    """``names``, with a measurement's path added where two would read the same.
+
+    Two measurements saved under one name (``a/demo`` and ``b/demo``) are told
+    apart by the shortest ends of their paths that differ (``a/demo``,
+    ``b/demo``); the same path given
+    twice by its position (``demo (2)``).
+    """
+    shown = list(names)
+    for i, name in enumerate(names):
+        twins = [j for j, other in enumerate(names) if other == name]
+        if len(twins) < 2:
+            continue
+        parts = [paths[j].resolve().parts for j in twins]
+        for depth in range(1, max(map(len, parts)) + 1):
+            ends = ["/".join(p[-depth:]) for p in parts]
+            if len(set(ends)) == len(ends):
+                end = ends[twins.index(i)]
+                shown[i] = end if end.endswith(name) else f"{name} ({end})"
+                break
+        else:
+            shown[i] = f"{name} ({twins.index(i) + 1})"
+    return shown
 
 
 def _load(path: Path) -> Loaded:
@@ -83,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roastcoffea", description="Performance monitoring for Coffea analyses on Dask."
     )
+    parser.add_argument("--version", action="version", version=f"roastcoffea {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
@@ -194,22 +258,34 @@ def _report(args: argparse.Namespace) -> int:
 
     loaded = _load(args.measurement)
     output = args.output or loaded.path / "report.html"
-    path = _written(
-        output,
-        lambda: write_report(
-            output, loaded.metrics, loaded.metadata, t0=loaded.t0, t1=loaded.t1, title=loaded.name
-        ),
-    )
+    with _figure_progress("drawing the report's figures") as on_figure:
+        path = _written(
+            output,
+            lambda: write_report(
+                output,
+                loaded.metrics,
+                loaded.metadata,
+                t0=loaded.t0,
+                t1=loaded.t1,
+                title=loaded.name,
+                on_figure=on_figure,
+            ),
+        )
     print(f"report written to {path}")
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
+    _require("roastcoffea plot", PLOTTING)
     from roastcoffea.plots.catalog import save_plots
 
     loaded = _load(args.measurement)
     output = args.output or loaded.path / "plots"
-    paths = _written(output, lambda: save_plots(loaded.metrics, output, fmt=args.format))
+    with _figure_progress("drawing figures") as on_figure:
+        paths = _written(
+            output,
+            lambda: save_plots(loaded.metrics, output, fmt=args.format, on_figure=on_figure),
+        )
     print(f"{len(paths)} figures written to {output}")
     return 0
 
@@ -221,8 +297,10 @@ def _compare(args: argparse.Namespace) -> int:
 
     if len(args.measurements) < 2:
         raise CommandError("compare needs at least two measurements", USAGE_ERROR)
+    if args.plot is not None:
+        _require("roastcoffea compare --plot", PLOTTING)
     loaded = [_load(path) for path in args.measurements]
-    names = [item.name for item in loaded]
+    names = distinct_names([item.path for item in loaded], [item.name for item in loaded])
     rows = compare_metrics([item.metrics for item in loaded])
     Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(names, rows))
     if args.plot is not None:
@@ -240,7 +318,22 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"show": _show, "report": _report, "plot": _plot, "compare": _compare}
+def _demo(args: argparse.Namespace) -> int:
+    _require("roastcoffea demo", COFFEA)
+    from roastcoffea.demo.analysis import main as demo_main
+
+    return demo_main(
+        args.data_dir,
+        args.events,
+        args.files,
+        chunksize=args.chunksize,
+        n_workers=args.workers,
+        output_dir=args.output,
+        report=not args.no_report,
+    )
+
+
+_COMMANDS = {"demo": _demo, "show": _show, "report": _report, "plot": _plot, "compare": _compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -257,18 +350,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit code.
     """
     args = _parser().parse_args(argv)
-    if args.command == "demo":
-        from roastcoffea.demo.analysis import main as demo_main
-
-        return demo_main(
-            args.data_dir,
-            args.events,
-            args.files,
-            chunksize=args.chunksize,
-            n_workers=args.workers,
-            output_dir=args.output,
-            report=not args.no_report,
-        )
     try:
         return _COMMANDS[args.command](args)
     except CommandError as exc:

@@ -363,7 +363,7 @@ _CATALOG: tuple[_Spec, ...] = (
     ),
     _spec(
         "per_task_cpu_io",
-        "CPU vs I/O Time per Task",
+        "CPU vs Off-CPU Time per Task",
         _from("raw_span_metrics", per_task.plot_per_task_cpu_io),
         lambda m: _span_activity(m, ("thread-cpu", "thread-noncpu"), "seconds"),
     ),
@@ -423,7 +423,10 @@ def applicable_plots(metrics: Mapping[str, Any]) -> list[PlotEntry]:
 
 
 def save_plots(
-    metrics: Mapping[str, Any], directory: str | os.PathLike[str], fmt: str = "png"
+    metrics: Mapping[str, Any],
+    directory: str | os.PathLike[str],
+    fmt: str = "png",
+    on_figure: Callable[[int, int], None] | None = None,
 ) -> list[Path]:
     """Draw every applicable plot and save it as ``directory/<name>.<fmt>``.
 
@@ -438,6 +441,8 @@ def save_plots(
         Created if missing; existing files of the same names are replaced.
     fmt : str, default "png"
         A format matplotlib's Agg canvas writes (png, pdf, svg, ...).
+    on_figure : callable, optional
+        Called as ``on_figure(done, total)`` after each figure is saved.
 
     Returns
     -------
@@ -457,9 +462,12 @@ def save_plots(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for entry in applicable_plots(metrics):
+    entries = applicable_plots(metrics)
+    for entry in entries:
         fig, _ = entry.draw(metrics)
         path = out / f"{entry.name}.{fmt}"
         finish(fig, path)
         written.append(path)
+        if on_figure is not None:
+            on_figure(len(written), len(entries))
     return written

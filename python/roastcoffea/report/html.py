@@ -24,7 +24,7 @@ import io
 import logging
 import os
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timezone
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -39,6 +39,9 @@ from roastcoffea.report import tables
 from roastcoffea.report.tables import Cell, TableData
 
 logger = logging.getLogger(__name__)
+
+#: ``on_figure(done, total)``: told after each figure is drawn.
+FigureProgress = Callable[[int, int], None]
 
 #: Resolution of the embedded figures: sharp at their displayed size, files stay small.
 FIGURE_DPI = 120
@@ -249,7 +252,7 @@ def _figure(entry: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _figures(metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _figures(metrics: Mapping[str, Any], on_figure: FigureProgress | None) -> dict[str, Any]:
     if importlib.util.find_spec("matplotlib") is None:
         return {"empty": "No figures: matplotlib is not installed."}
     from roastcoffea.plots.catalog import applicable_plots
@@ -257,7 +260,12 @@ def _figures(metrics: Mapping[str, Any]) -> dict[str, Any]:
     entries = applicable_plots(metrics)
     if not entries:
         return {"empty": "No figure applies: the measurement has no data to plot."}
-    return {"figures": [_figure(e, metrics) for e in entries]}
+    figures = []
+    for number, entry in enumerate(entries, 1):
+        figures.append(_figure(entry, metrics))
+        if on_figure is not None:
+            on_figure(number, len(entries))
+    return {"figures": figures}
 
 
 # ---- the page -------------------------------------------------------------------------
@@ -298,7 +306,9 @@ _INTROS = {
 }
 
 
-def _content(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, dict]:
+def _content(
+    metrics: Mapping[str, Any], metadata: Mapping[str, Any], on_figure: FigureProgress | None
+) -> dict[str, dict]:
     """Each section's tables, figures or empty-state text, by anchor."""
     metadata_content: dict[str, Any] = {"tables": _tables(tables.metadata_tables(metadata))}
     if not metadata:
@@ -328,7 +338,7 @@ def _content(metrics: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[st
                 WIDE_TABLES,
             )
         },
-        "figures": _figures(metrics),
+        "figures": _figures(metrics, on_figure),
         "chunks": {
             "tables": _tables(
                 [
@@ -373,6 +383,7 @@ def render_report(
     t0: float | None = None,
     t1: float | None = None,
     title: str | None = None,
+    on_figure: FigureProgress | None = None,
 ) -> str:
     """The HTML report of a metrics dictionary, as one self-contained page.
 
@@ -388,6 +399,9 @@ def render_report(
         Wall-clock start and end (epoch seconds); default the metadata's.
     title : str, optional
         Page title; default ``"roastcoffea report: <name>"``.
+    on_figure : callable, optional
+        Called as ``on_figure(done, total)`` after each figure is drawn (a
+        progress bar: figures take most of the time of a large run's report).
 
     Returns
     -------
@@ -398,7 +412,7 @@ def render_report(
     name = metadata.get("name")
     if title is None:
         title = f"roastcoffea report: {name}" if name else "roastcoffea report"
-    content = _content(metrics, metadata)
+    content = _content(metrics, metadata, on_figure)
     sections = [
         {"anchor": anchor, "heading": heading, "intro": _INTROS.get(anchor, "")}
         | {"tables": [], "figures": [], "empty": ""}
@@ -460,6 +474,7 @@ def write_report(
     t0: float | None = None,
     t1: float | None = None,
     title: str | None = None,
+    on_figure: FigureProgress | None = None,
 ) -> Path:
     """Write :func:`render_report` to ``path`` (parent directories created).
 
@@ -470,7 +485,7 @@ def write_report(
     ----------
     path : path-like
         The HTML file.
-    metrics, metadata, t0, t1, title
+    metrics, metadata, t0, t1, title, on_figure
         As :func:`render_report`.
 
     Returns
@@ -484,7 +499,7 @@ def write_report(
         When the file cannot be written.
     """
     path = Path(path)
-    text = render_report(metrics, metadata, t0=t0, t1=t1, title=title)
+    text = render_report(metrics, metadata, t0=t0, t1=t1, title=title, on_figure=on_figure)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
