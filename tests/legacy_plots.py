@@ -64,7 +64,7 @@ LEGACY: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "plot_per_task_cpu_io": (
         "span_metrics",
-        saved(title="CPU vs I/O Time per Task", figsize=(12, 6)),
+        saved(title="CPU vs Off-CPU Time per Task", figsize=(12, 6)),
     ),
     "plot_per_task_bytes_read": (
         "span_metrics",

@@ -98,7 +98,7 @@ def test_totals_shares_and_rates() -> None:
     assert lzma["throughput_mb_s"] == pytest.approx(2.0) and lzma["compressed_bytes"] == 1e6
     assert m["io_wait_pct"] == pytest.approx(20.0)
     assert m["io_cpu_pct"] == pytest.approx(40.0)
-    assert m["io_overhead_pct"] == pytest.approx(70.0) and m["io_overhead_source"] == "phases"
+    assert m["io_phase_pct"] == pytest.approx(70.0)
     assert m["output_phase_seconds"] == 0.5
     assert m["phase_per_worker"][W1]["user"] == 2.0
     assert m["phase_clock_switches"] == 200 and m["phase_clock_seconds"] == 0.002
@@ -138,6 +138,17 @@ def test_without_output_measurements_the_output_phase_is_missing() -> None:
     )
 
 
+def test_time_off_cpu_and_the_data_input_share_are_two_quantities_under_two_keys() -> None:
+    thread_time = {
+        (W1, "MyProc", "thread-cpu", "seconds"): 3.0,
+        (W1, "MyProc", "thread-noncpu", "seconds"): 1.0,
+    }
+    digests = {**span_digests(thread_time), **phase_digests(W1, WALL)}
+    m = processor_metrics(make_snapshot(digests=digests))
+    assert m["io_overhead_pct"] == pytest.approx(25.0)  # off CPU, with or without phases
+    assert m["io_phase_pct"] == pytest.approx(70.0)  # open + read + decompress + interpret
+
+
 def test_without_phases_everything_says_why_and_io_overhead_keeps_its_old_formula() -> None:
     digests = span_digests(
         {
@@ -150,9 +161,8 @@ def test_without_phases_everything_says_why_and_io_overhead_keeps_its_old_formul
         m["phase_wall_seconds"] is None and "phase clock" in m["unavailable"]["phase_wall_seconds"]
     )
     assert m["diagnosis"] is None and "phase" in m["unavailable"]["diagnosis"]
-    assert (
-        m["io_overhead_pct"] == pytest.approx(25.0) and m["io_overhead_source"] == "thread-noncpu"
-    )
+    assert m["io_overhead_pct"] == pytest.approx(25.0)
+    assert m["io_phase_pct"] is None and "phase clock" in m["unavailable"]["io_phase_pct"]
     assert phases_table(m) is None and diagnosis_table(m) is None and codecs_table(m) is None
 
 
@@ -163,7 +173,7 @@ def test_diagnosis_names_the_dominant_side_and_every_rule_over_its_threshold() -
     assert rules == ["balance", "decompression", "storage"]
     assert "getting the data in dominates" in findings[0]["message"]
     assert "LZMA" in findings[1]["message"] and "LZ4 or ZSTD" in findings[1]["message"]
-    assert "2 MB/s" in findings[2]["message"]
+    assert "1.91 MiB/s" in findings[2]["message"]  # 2 MB/s
 
 
 def test_user_code_dominates_the_busy_run() -> None:

@@ -48,6 +48,24 @@ def test_formatting() -> None:
     assert tables.fraction(0.1234) == "12.3%" and tables.percent(12.34) == "12.3%"
 
 
+def test_one_rule_for_units_and_precision() -> None:
+    # Counts whole, other numbers to four figures, never in exponent notation.
+    sections = {
+        "custom": {"z_candidates": {"count": 16, "total": 233662.0, "mean": 14603.875}},
+        "memory": {"muons": {"count": 16, "total": 0.0009765625}},
+    }
+    rows = {row[1].text: row for row in tables.sections_table({"sections": sections}).rows}
+    assert [c.text for c in rows["z_candidates"][3:5]] == ["233,662", "14,604"]
+    assert rows["muons"][3].text == "1.00 kiB"  # MiB given, written in the unit it calls for
+    # Byte rates in binary units per second, as sizes are.
+    assert tables.mb_per_second(2.0) == "1.91 MiB/s"
+    rate = rows_of(tables.throughput_table({"overall_rate_gbps": 0.1}))["Data Rate"].text
+    assert rate == "0.100 Gbps (11.92 MiB/s)"
+    # Durations as Dask writes them: no nanoseconds beside microseconds.
+    monitoring = rows_of(tables.monitoring_table({"monitoring": {"hook_ns_per_call": 269}}))
+    assert monitoring["Hook Time per Call (inside the hook)"].text == "0.27 us"
+
+
 def test_missing_values_carry_their_reason() -> None:
     metrics = {
         "wall_time": None,

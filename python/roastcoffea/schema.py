@@ -387,7 +387,8 @@ NUMBERS = (
     "elapsed_time_seconds", "event_rate_agg_khz", "event_rate_core_hz", "event_rate_core_khz",
     "event_rate_cpu_total_khz", "event_rate_elapsed_khz", "event_rate_wall_khz",
     "instrument_cpu_seconds", "instrument_seconds", "instrument_seconds_per_chunk",
-    "interpret_rate_hz", "io_cpu_pct", "io_overhead_pct", "io_wait_pct", "monitoring_percent",
+    "interpret_rate_hz", "io_cpu_pct", "io_overhead_pct", "io_phase_pct", "io_wait_pct",
+    "monitoring_percent",
     "monitoring_seconds_per_chunk", "output_phase_seconds", "overall_rate_gbps",
     "overall_rate_mbs", "overhead_cpu_time_seconds", "overhead_io_wait_time_seconds",
     "overhead_noncpu_time_seconds", "peak_memory_bytes", "phase_clock_percent",
@@ -412,7 +413,7 @@ COUNTS = (
 METRICS: dict[str, Check] = {
     **dict.fromkeys(NUMBERS, some_number),
     **dict.fromkeys(COUNTS, some_count),
-    **dict.fromkeys(("io_overhead_source", "processor_prefix_source"), some_text),
+    "processor_prefix_source": some_text,
     "accessed_branches": optional(texts),
     "processor_prefixes": optional(texts),
     "bytes_read_percent_per_file": optional(sequence(some_number)),

@@ -1,12 +1,23 @@
-"""Bytes, durations and rates as text, and the unit of a byte axis: one style everywhere.
+"""Numbers as text, and the unit of an axis: one rule for the summary, report, compare and figures.
 
-Binary byte units as Dask writes them (:func:`dask.utils.format_bytes`: B, kiB,
-MiB, GiB, TiB, PiB) and Dask's durations (:func:`dask.utils.format_time`: us,
-ms, s, then minutes and hours), so a report reads like Dask's dashboard. Both
-accept negative values (differences), which Dask's own functions do not.
+- Bytes in binary units as Dask writes them (:func:`dask.utils.format_bytes`:
+  B, kiB, MiB, GiB, TiB, PiB), byte rates in the same units per second
+  (``MiB/s``). The data rate's headline figure is in Gbps (decimal bits per
+  second, roastcoffea 0.1.2's key), with its byte rate beside it.
+- Durations as Dask writes them (:func:`dask.utils.format_time`: us, ms, s,
+  then minutes and hours).
+- Event rates in Hz, kHz, MHz as their magnitude calls for.
+- Counts as whole numbers with thousands separators; other numbers to four
+  significant figures, never in exponent notation.
+- Shares with one decimal and ``%``; ratios with two decimals and ``x``.
+
+So a report reads like Dask's dashboard. Every function accepts negative
+values (differences), which Dask's own functions do not.
 """
 
 from __future__ import annotations
+
+import math
 
 from dask.utils import format_bytes as _dask_bytes
 from dask.utils import format_time as _dask_time
@@ -54,3 +65,29 @@ def byte_unit(peak: float) -> tuple[float, str]:
         if abs(peak) >= size * 0.9:
             return float(size), name
     return 1.0, "B"
+
+
+def format_byte_rate(bytes_per_second: float) -> str:
+    """A byte rate in binary units: ``"14.10 MiB/s"``."""
+    return f"{format_bytes(bytes_per_second)}/s"
+
+
+def format_number(value: float, significant: int = 4) -> str:
+    """A plain number: whole with separators (``"233,662"``), else ``significant`` figures.
+
+    Never in exponent notation: ``2e+06`` is written ``2,000,000`` and
+    ``0.000123`` is ``0.000123``, ``0.5`` is ``0.5``.
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value.is_integer():
+        return f"{int(value):,}"
+    digits = max(0, significant - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_percent(value: float) -> str:
+    """A share given in percent: ``"12.3%"``."""
+    return f"{float(value):.1f}%"

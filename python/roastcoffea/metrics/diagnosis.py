@@ -13,6 +13,7 @@ from typing import Any
 
 from roastcoffea.metrics._util import Metrics
 from roastcoffea.metrics.phases import IO_PHASES
+from roastcoffea.units import format_byte_rate
 
 #: Codecs that decompress several times slower than LZ4 and ZSTD.
 SLOW_CODECS = ("LZMA", "ZLIB")
@@ -54,9 +55,9 @@ def _balance(shares: dict[str, float]) -> dict[str, Any]:
     top = max(shares, key=lambda p: shares[p])
     side = "getting the data in dominates" if io >= user else "the user's code dominates"
     message = (
-        f"{io:.0f} % of processor time getting the data in (open, read, decompress, "
-        f"interpret) vs {user:.0f} % in the user's code: {side}; largest phase: "
-        f"{top} ({shares[top]:.0f} %)"
+        f"{io:.1f}% of processor time getting the data in (open, read, decompress, "
+        f"interpret) vs {user:.1f}% in the user's code: {side}; largest phase: "
+        f"{top} ({shares[top]:.1f}%)"
     )
     return _finding("balance", top, shares[top], message)
 
@@ -66,9 +67,9 @@ def _advice(rule: str, share: float, out: Metrics) -> str:
         return _decompression(share, out.get("decompress_codecs") or {})
     if rule == "storage":
         rate = out.get("read_bandwidth_mb_s")
-        speed = f" at {rate:.0f} MB/s" if rate is not None else ""
+        speed = f" at {format_byte_rate(rate * 1e6)}" if rate is not None else ""
         return (
-            f"{share:.0f} % of processor time waiting for bytes{speed}: the storage or the "
+            f"{share:.1f}% of processor time waiting for bytes{speed}: the storage or the "
             "network is the bottleneck; read fewer branches, use a closer replica or "
             "cache, or run more tasks at once"
         )
@@ -83,16 +84,16 @@ def _advice(rule: str, share: float, out: Metrics) -> str:
         "unattributed": "outside the measured phases (coffea and Dask glue, processor "
         "unpickling): check for a large processor object",
     }
-    return f"{share:.0f} % of processor time {messages[rule]}"
+    return f"{share:.1f}% of processor time {messages[rule]}"
 
 
 def _decompression(share: float, codecs: dict[str, dict[str, Any]]) -> str:
     spent = {name: c["wall_seconds"] for name, c in codecs.items()}
     if not spent:
-        return f"{share:.0f} % of processor time decompressing"
+        return f"{share:.1f}% of processor time decompressing"
     main = max(spent, key=lambda n: spent[n])
     of_main = 100.0 * spent[main] / sum(spent.values()) if sum(spent.values()) else 0.0
-    text = f"{share:.0f} % of processor time decompressing ({of_main:.0f} % of it {main})"
+    text = f"{share:.1f}% of processor time decompressing ({of_main:.1f}% of it {main})"
     if main in SLOW_CODECS:
         return text + ": files written with LZ4 or ZSTD decompress several times faster"
     return text + f": {main} is already fast; more cores shorten it"

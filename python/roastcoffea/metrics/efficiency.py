@@ -1,4 +1,4 @@
-"""How well the run used the cluster: core efficiency, speedup, I/O share, per-core rate.
+"""How well the run used the cluster: core efficiency, speedup, time off CPU, per-core rate.
 
 Ratios of the fine metrics (CPU and task seconds of the span), the worker
 metrics (time-averaged cores) and the wall time.

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 #: Getting the data in: waiting for bytes, and the CPU that turns bytes into arrays.
 IO_WAIT, IO_CPU = ("read",), ("decompress", "interpret")
-#: All phases that serve the input, for io_overhead_pct.
+#: All phases that serve the input, for io_phase_pct.
 IO_PHASES = ("open", *IO_WAIT, *IO_CPU)
 
 
@@ -44,6 +44,7 @@ KEYS = (
     "decompress_throughput_mb_s",
     "io_wait_pct",
     "io_cpu_pct",
+    "io_phase_pct",
     "phase_clock_switches",
     "phase_clock_seconds",
     "phase_clock_percent",
@@ -60,7 +61,7 @@ Rows = dict[tuple[str, str, str], float]  # (worker, activity, unit) -> value
 
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
-    """Put the phase metrics; with phases measured, ``io_overhead_pct`` comes from them."""
+    """Put the phase metrics, or say for each why it is missing."""
     rows = _execute_rows(inputs)
     tasks = _total(rows, vocab.TASKS_ACTIVITY, vocab.COUNT)
     if not tasks:
@@ -71,7 +72,6 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         )
         for key in (*KEYS, *RECORD_KEYS):
             out.missing(key, reason)
-        out.put("io_overhead_source", "thread-noncpu")
         return
     wall = {p: _total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.WALL) for p in vocab.PHASES}
     cpu = {p: _total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.CPU) for p in vocab.PHASES}
@@ -105,8 +105,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     )
     out.put("io_wait_pct", _percent(math.fsum(wall[p] for p in IO_WAIT), total))
     out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
-    out.put("io_overhead_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
-    out.put("io_overhead_source", "phases")
+    out.put("io_phase_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
     clock = _total(rows, vocab.CLOCK_ACTIVITY, vocab.WALL)
     out.put("phase_clock_switches", int(_total(rows, vocab.CLOCK_ACTIVITY, vocab.COUNT)))
     out.put("phase_clock_seconds", clock)

@@ -145,7 +145,7 @@ def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     efficiency = np.array([run.value("core_efficiency", 100.0) for run in runs])
     io_share = np.array([run.value("io_overhead_pct") for run in runs])
     _bars(ax, x - BAR_WIDTH / 2, efficiency, "core efficiency (%)", COLORS[2])
-    _bars(ax, x + BAR_WIDTH / 2, io_share, "I/O overhead (%)", COLORS[3])
+    _bars(ax, x + BAR_WIDTH / 2, io_share, "processor time off CPU (%)", COLORS[3])
     ax.set_ylabel("percent (%)")
     ax.set_title("Efficiency")
     top = np.nanmax(np.concatenate([efficiency, io_share, [100.0]]))

@@ -107,7 +107,7 @@ def _prefix_axis(ax: Axes, prefixes: list[str], ylabel: str, title: str) -> None
     label_axes(ax, "task prefix", ylabel, title, grid="y")
 
 
-@figure(title="CPU vs I/O Time per Task", figsize=(12, 6))
+@figure(title="CPU vs Off-CPU Time per Task", figsize=(12, 6))
 def plot_per_task_cpu_io(span_metrics: SpanMetrics, title: str, figsize: Size) -> FigureAxes:
     """Plot, per task prefix, the thread time on and off the CPU as paired bars.
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from roastcoffea.report.summary import safe_text
+from roastcoffea.units import format_number
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ KEY_METRICS = (
     # rates
     Quantity("event_rate_wall_khz", "event rate (wall)", "kHz"),
     Quantity("event_rate_agg_khz", "event rate per processor-second", "kHz"),
-    Quantity("event_rate_core_hz", "event rate per core", "Hz"),
+    Quantity("event_rate_core_khz", "event rate per core", "kHz"),
     Quantity("overall_rate_gbps", "data rate", "Gbps"),
     Quantity("bytes_read_compressed", "bytes read", "GiB", 2**-30),
     # efficiency
@@ -45,6 +46,7 @@ KEY_METRICS = (
     Quantity("core_efficiency", "core efficiency", "%", 100.0),
     Quantity("speedup_factor", "speedup", "x"),
     Quantity("io_overhead_pct", "processor time off CPU", "%"),
+    Quantity("io_phase_pct", "data input share of processor phases", "%"),
     # processor vs overhead
     Quantity("processor_cpu_time_seconds", "processor CPU", "s"),
     Quantity("processor_noncpu_time_seconds", "processor non-CPU", "s"),
@@ -110,7 +112,8 @@ def compare_metrics(measurements: Sequence[Mapping[str, Any]]) -> list[ComparedR
 def _number(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "[dim]N/A[/dim]"
-    return f"{value:+,.4g}" if signed else f"{value:,.4g}"
+    text = format_number(value)
+    return f"+{text}" if signed and value >= 0 else text
 
 
 def _ratio(value: float | None) -> str:

@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from roastcoffea.units import format_bytes, format_rate, format_time
+from roastcoffea.units import (
+    format_byte_rate,
+    format_bytes,
+    format_number,
+    format_percent,
+    format_rate,
+    format_time,
+)
 
 Formatter = Callable[[Any], str]
 
@@ -118,7 +125,22 @@ def count(value: Any) -> str:
 
 def percent(value: Any) -> str:
     """A percentage given in percent: ``12.3%``."""
-    return f"{value:.1f}%"
+    return format_percent(value)
+
+
+def nanoseconds(value: Any) -> str:
+    """A duration given in nanoseconds, written as every duration is."""
+    return format_time(value / 1e9)
+
+
+def mib(value: Any) -> str:
+    """An amount given in MiB, written in the unit its magnitude calls for."""
+    return format_bytes(value * 2**20)
+
+
+def mb_per_second(value: Any) -> str:
+    """A rate given in decimal MB/s, written in binary units per second."""
+    return format_byte_rate(1e6 * value)
 
 
 def fraction(value: Any) -> str:
@@ -186,7 +208,7 @@ def throughput_table(metrics: Mapping[str, Any]) -> TableData:
     """Data rate and bytes read."""
     rate = metrics.get("overall_rate_gbps")
     if is_number(rate) and math.isfinite(rate):
-        rate_cell = Cell(f"{rate:.3f} Gbps ({rate * 1000 / 8:.1f} MB/s)")
+        rate_cell = Cell(f"{rate:.3f} Gbps ({format_byte_rate(rate * 1e9 / 8)})")
     else:
         rate_cell = value_cell(metrics, "overall_rate_gbps", str)
     rows = [(Cell("Data Rate"), rate_cell)]
@@ -215,7 +237,7 @@ def event_processing_table(metrics: Mapping[str, Any]) -> TableData:
         (
             ("Total Events", "total_events", count),
             ("Event Rate (Wall Time)", "event_rate_wall_khz", khz),
-            ("Event Rate (Aggregated)", "event_rate_agg_khz", khz),
+            ("Event Rate (per Processor-Second)", "event_rate_agg_khz", khz),
             ("Event Rate (per Core)", "event_rate_core_hz", per_core),
         ),
     )
@@ -246,7 +268,7 @@ def resources_table(metrics: Mapping[str, Any]) -> TableData:
             ("Total Cores (Time-Averaged)", "total_cores", number(2)),
             ("Core Efficiency", "core_efficiency", fraction),
             ("Speedup Factor", "speedup_factor", number(2, "x")),
-            ("I/O Overhead", "io_overhead_pct", percent),
+            ("Processor Time off CPU", "io_overhead_pct", percent),
             ("Peak Memory (cluster)", "peak_memory_bytes", format_bytes),
         ),
     )
@@ -285,7 +307,15 @@ def timing_table(metrics: Mapping[str, Any]) -> TableData:
             ("Avg CPU Time/Chunk", "avg_cpu_time_per_chunk", format_time),
         ),
     )
-    return _kv_table("Timing Breakdown", rows)
+    note = (
+        "Wall time: the collector's block, one clock. The other three add up many threads: "
+        "total CPU time is the CPU every task of the run used (processor and overhead); "
+        "processor task time is the processor tasks' time on the workers, on or off the CPU; "
+        "coffea process time is the wall time of the process() calls alone, inside those "
+        "tasks (coffea's processtime). So process time is at most processor task time, which "
+        "is at most wall time times the threads."
+    )
+    return _kv_table("Timing Breakdown", rows, note)
 
 
 def fine_metrics_table(metrics: Mapping[str, Any]) -> TableData:
@@ -346,9 +376,10 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
     rows += [
         (_label(label), value_cell(metrics, key, fmt), Cell(""), Cell(""))
         for label, key, fmt in (
-            ("Read Bandwidth", "read_bandwidth_mb_s", number(1, " MB/s")),
-            ("Decompression Output Rate", "decompress_throughput_mb_s", number(1, " MB/s")),
+            ("Read Bandwidth", "read_bandwidth_mb_s", mb_per_second),
+            ("Decompression Output Rate", "decompress_throughput_mb_s", mb_per_second),
             ("Interpretation Rate", "interpret_rate_hz", format_rate),
+            ("Data Input (open, read, decompress, interpret)", "io_phase_pct", percent),
         )
     ]
     tasks = show(metrics.get("phase_tasks"), count).text
@@ -373,7 +404,7 @@ def codecs_table(metrics: Mapping[str, Any]) -> TableData | None:
             show(c.get("wall_seconds"), format_time),
             show(c.get("compressed_bytes"), format_bytes),
             show(c.get("bytes"), format_bytes),
-            show(c.get("throughput_mb_s"), number(1, " MB/s"), "no decompression time"),
+            show(c.get("throughput_mb_s"), mb_per_second, "no decompression time"),
         )
         for name, c in sorted(codecs.items())
     )
@@ -460,8 +491,8 @@ def chunk_table(metrics: Mapping[str, Any]) -> TableData:
             ("  Max", "chunk_duration_max", format_time),
             ("  Std Dev", "chunk_duration_std", format_time),
             ("Mean Task Time (whole task)", "chunk_task_duration_mean", format_time),
-            ("Mean Memory Delta", "chunk_mem_delta_mean_mb", number(1, " MiB")),
-            ("Mean Events/Chunk", "chunk_events_mean", number(0)),
+            ("Mean Memory Delta", "chunk_mem_delta_mean_mb", mib),
+            ("Mean Events/Chunk", "chunk_events_mean", format_number),
             ("  Min", "chunk_events_min", count),
             ("  Max", "chunk_events_max", count),
         ),
@@ -474,7 +505,7 @@ def dataset_table(metrics: Mapping[str, Any]) -> TableData | None:
     per_dataset = metrics.get("per_dataset")
     if not isinstance(per_dataset, Mapping) or not per_dataset:
         return None
-    names = ("Chunks", "Failed", "Events", "Mean Time", "Events/s (process)")
+    names = ("Chunks", "Failed", "Events", "Mean Time", "Event Rate (process)")
     columns = (Column("Dataset"), *(Column(name, numeric=True) for name in names))
     rows = []
     for dataset, row in per_dataset.items():
@@ -486,7 +517,7 @@ def dataset_table(metrics: Mapping[str, Any]) -> TableData | None:
                 Cell(count(failed), alert=failed > 0),
                 show(row.get("total_events"), count, "a chunk lacks the event count"),
                 show(row.get("mean_duration"), format_time, "no successful chunk"),
-                show(row.get("events_per_second"), number(0), "no event count or duration"),
+                show(row.get("events_per_second"), format_rate, "no event count or duration"),
             )
         )
     return TableData("Chunks per Dataset", columns, tuple(rows))
@@ -514,9 +545,9 @@ def failed_chunks_table(metrics: Mapping[str, Any]) -> TableData | None:
 #: Section kind -> (unit label, formatter).
 _SECTION_KINDS: dict[str, tuple[str, Formatter]] = {
     "timing": ("time", format_time),
-    "memory": ("memory", number(2, " MiB")),
+    "memory": ("memory", mib),
     "bytes": ("bytes", format_bytes),
-    "custom": ("custom", number(4)),
+    "custom": ("custom", format_number),
 }
 
 _SECTION_STATS = ("total", "mean", "min", "max", "std")
@@ -531,7 +562,7 @@ def sections_table(metrics: Mapping[str, Any]) -> TableData | None:
     for kind, by_name in sections.items():
         if not isinstance(by_name, Mapping):
             continue
-        label, fmt = _SECTION_KINDS.get(kind, (str(kind), number(4)))
+        label, fmt = _SECTION_KINDS.get(kind, (str(kind), format_number))
         for name, stats in by_name.items():
             if not isinstance(stats, Mapping):
                 continue
@@ -554,7 +585,7 @@ _MONITORING_ROWS: tuple[tuple[str, str, Formatter, bool], ...] = (
     ("Dropped Events", "dropped_events", count, True),
     ("Hook Calls", "hook_calls", count, False),
     ("Hook Errors", "hook_errors", count, True),
-    ("Hook Time per Call (inside the hook)", "hook_ns_per_call", number(0, " ns"), False),
+    ("Hook Time per Call (inside the hook)", "hook_ns_per_call", nanoseconds, False),
     ("Worker Payloads", "payloads", count, False),
     ("Payload Bytes", "payload_bytes", format_bytes, False),
     ("Payload Errors", "payload_errors", count, True),
