@@ -22,6 +22,8 @@ from measured_run import Measured
 
 from roastcoffea import plots
 from roastcoffea.plots import chunks, cpu, io, memory, per_task, scaling, throughput, workers
+from roastcoffea.plots._series import histogram_bins
+from roastcoffea.units import byte_unit
 
 UTC = dt.timezone.utc
 MODULES = ("workers", "memory", "cpu", "throughput", "chunks", "io", "per_task", "scaling")
@@ -174,7 +176,11 @@ PER_WORKER = [
     (cpu.plot_occupancy_timeline, "worker_occupancy", "occupancy (s)"),
     (cpu.plot_executing_tasks_timeline, "worker_executing", "executing (tasks)"),
     (cpu.plot_cpu_utilization_per_worker_timeline, "worker_cpu", "CPU (% of one core)"),
-    (throughput.plot_worker_activity_timeline, "worker_active_tasks", "active (tasks)"),
+    (
+        throughput.plot_worker_activity_timeline,
+        "worker_active_tasks",
+        "tasks assigned (executing or waiting)",
+    ),
 ]
 
 
@@ -212,7 +218,10 @@ def test_memory_per_worker_is_percent_of_limit(metrics: dict[str, Any]) -> None:
         assert list(lines[worker].get_xdata()) == [t for t, _ in points]
         np.testing.assert_allclose(lines[worker].get_ydata(), [p for _, p in points])
     assert ax.get_ylabel() == "memory (% of limit)"
-    assert ax.get_ylim() == (0.0, 100.0)  # the run used a few % of its limit
+    # The run used a few % of its limit: the axis ends near the data, and says so.
+    peak = max(p for points in expected.values() for _, p in points)
+    assert peak < 50 and ax.get_ylim() == (0.0, pytest.approx(1.2 * peak))
+    assert any("the axis ends at" in t.get_text() for t in ax.texts)
 
 
 def band_range(ax: Axes) -> tuple[float, float]:
@@ -250,11 +259,14 @@ def test_memory_mean_timeline(metrics: dict[str, Any]) -> None:
 def test_total_active_tasks_is_the_sum_per_instant(metrics: dict[str, Any]) -> None:
     grouped = per_instant(metrics["tracking_data"]["worker_active_tasks"])
     _, ax = throughput.plot_total_active_tasks_timeline(metrics["tracking_data"])
-    (line,) = ax.get_lines()
+    line, threads = ax.get_lines()
     assert list(line.get_xdata()) == list(grouped)
     np.testing.assert_allclose(line.get_ydata(), [sum(v) for v in grouped.values()])
     assert max(line.get_ydata()) > 0
-    assert ax.get_ylabel() == "active (tasks)"
+    assert ax.get_ylabel() == "tasks assigned (executing or waiting)"
+    cores = per_instant(metrics["tracking_data"]["worker_cores"])
+    np.testing.assert_allclose(threads.get_ydata(), [sum(v) for v in cores.values()])
+    assert threads.get_label().startswith("threads")
 
 
 def test_worker_count_timeline(metrics: dict[str, Any]) -> None:
@@ -385,7 +397,8 @@ def test_runtime_distribution(metrics: dict[str, Any]) -> None:
     records = metrics["raw_chunk_metrics"]
     durations = [r["duration"] for r in records if r["error"] is None]
     _, ax = chunks.plot_runtime_distribution(records)
-    assert hist_counts(ax) == list(np.histogram(durations, bins=30)[0])
+    bins = histogram_bins(len(durations), 30)
+    assert bins < 30 and hist_counts(ax) == list(np.histogram(durations, bins=bins)[0])
     lines = ax.get_lines()
     assert lines[0].get_xdata()[0] == pytest.approx(np.mean(durations))
     assert lines[1].get_xdata()[0] == pytest.approx(np.median(durations))
@@ -448,7 +461,7 @@ def test_per_file_histograms(
     values = [v for v in metrics[key] if v is not None]
     assert len(values) >= 2  # one per file read (three files)
     _, ax = plot(metrics)
-    assert hist_counts(ax) == list(np.histogram(values, bins=20)[0])
+    assert hist_counts(ax) == list(np.histogram(values, bins=histogram_bins(len(values), 20))[0])
     assert ax.get_xlabel() == xlabel and ax.get_ylabel() == "files"
     if key == "bytes_read_percent_per_file":
         assert ax.get_xlim() == (0.0, pytest.approx(min(100.0, 1.1 * max(values))))
@@ -628,13 +641,14 @@ def test_resource_utilization(metrics: dict[str, Any]) -> None:
     fig, first = scaling.plot_resource_utilization(metrics)
     axes = fig.axes
     assert first is axes[0]
-    assert [ax.get_ylabel() for ax in axes] == ["workers", "cores (threads)", "memory (GiB)"]
+    factor, unit = byte_unit(metrics["peak_memory_bytes"])
+    assert [ax.get_ylabel() for ax in axes] == ["workers", "cores (threads)", f"memory ({unit})"]
     assert bar_heights(axes[0]) == {
         "average": [pytest.approx(metrics["avg_workers"])],
         "peak": [pytest.approx(metrics["peak_workers"])],
     }
     assert bar_heights(axes[1])["average"] == [pytest.approx(metrics["total_cores"])]
-    assert bar_heights(axes[2])["peak"] == [pytest.approx(metrics["peak_memory_bytes"] / 2**30)]
+    assert bar_heights(axes[2])["peak"] == [pytest.approx(metrics["peak_memory_bytes"] / factor)]
     assert fig.get_suptitle() == "Resource Utilization Summary"
 
 

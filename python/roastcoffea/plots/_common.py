@@ -1,9 +1,15 @@
-"""What every plot shares: object-API figures, saving, and checks of the input.
+"""What every plot shares: object-API figures, saving, checks of the input, and the rules.
 
 Figures are made with :class:`matplotlib.figure.Figure` and an Agg canvas, never
 with ``pyplot``: nothing is left in pyplot's global figure list, so a long
 session or a report with dozens of figures does not leak them. A notebook still
 shows a returned figure (IPython renders any ``Figure``).
+
+The rules every figure keeps (docs/plots.md, tests/test_figure_rules.py): a
+legend sits beside the axes, never over data (:func:`legend`); counts have
+whole-number ticks (:func:`count_axis`); data that would draw an empty or
+microscopic axis is said in words instead (:func:`say_instead`); a remark on
+the data goes under the axes (:func:`caption`), not over the data.
 """
 
 from __future__ import annotations
@@ -180,6 +186,70 @@ def require_key(data: Mapping[str, Any] | None, key: str, source: str) -> Any:
     if value is None or (hasattr(value, "__len__") and len(value) == 0):
         raise ValueError(f"{source} has no {key!r} data to plot")
     return value
+
+
+def legend(ax: Axes, **options: Any) -> Any:
+    """The legend of ``ax``, beside it on the right: it never covers data."""
+    options.setdefault("fontsize", "small")
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
+
+
+def count_axis(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
+    """Whole-number ticks on an axis of counts (chunks, files, tasks, workers)."""
+    locator = MaxNLocator(integer=True, min_n_ticks=1)
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_locator(locator)
+
+
+def say_instead(ax: Axes, text: str) -> None:
+    """Write ``text`` in place of the data: for data an axis would show empty or microscopic.
+
+    The axes keep their title and frame and lose their ticks, so nothing
+    reads as a scale.
+    """
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", wrap=True)
+
+
+#: The artist id of a caption, so that a second one goes under the first.
+CAPTION = "roastcoffea-caption"
+
+
+def caption(ax: Axes, text: str) -> None:
+    """A remark on the data, under the axes' x label (never over the data)."""
+    above = sum(1 for t in ax.texts if t.get_gid() == CAPTION)
+    ax.annotate(
+        text,
+        xy=(0.0, 0.0),
+        xycoords=("axes fraction", ax.xaxis.label),
+        xytext=(0, -4 - 12 * above),
+        textcoords="offset points",
+        va="top",
+        fontsize="small",
+        color="dimgray",
+        gid=CAPTION,
+    )
+
+
+def distinct_values(*values: float) -> list[str]:
+    """``values`` written with the fewest significant figures (at least 3) that tell them apart."""
+    for digits in range(3, 10):
+        texts = [f"{v:,.{digits}g}" for v in values]
+        if len(set(texts)) == len(set(values)):
+            return texts
+    return [f"{v:,.10g}" for v in values]
+
+
+#: A spread of values under this share of their size draws as one microscopic bar.
+DEGENERATE_SPREAD = 0.01
+
+
+def degenerate(values: np.ndarray) -> bool:
+    """Whether ``values`` are one value, or spread over under 1 % of their size."""
+    low, high = float(values.min()), float(values.max())
+    return high - low <= DEGENERATE_SPREAD * max(abs(low), abs(high))
 
 
 def to_datetime(value: Any) -> dt.datetime:

@@ -112,8 +112,14 @@ def across_workers(series: WorkerSeries) -> InstantStats:
     return InstantStats([all_times[i] for i in first], total, total / count, low, high)
 
 
-#: Line styles cycled over workers, so that workers on the same values stay visible.
+#: Line styles and markers cycled over workers, so that workers on the same values stay visible.
 LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v")
+#: Width of the first worker's line and of the last: each line drawn is thinner than the one
+#: under it, so lines that coincide show as nested strokes, not as one line.
+WIDEST, NARROWEST = 4.0, 1.2
+#: Markers on a line: about this many, spread over its samples.
+MARKS_PER_LINE = 12
 
 
 def draw_per_worker(
@@ -126,17 +132,29 @@ def draw_per_worker(
 ) -> None:
     """One line per worker (labelled with its address) on a UTC time axis.
 
-    Workers get their own line style as well as their color: two workers with
-    the same values draw as one solid line under one dashed, not as one line.
-    A legend when there are at most ``max_legend_entries`` workers, else a note
-    with the number of workers. ``whole``: integer y ticks (counts).
+    Workers get their own color, line style and marker, and each line is
+    drawn thinner than the one before it: workers with the same values draw
+    as nested strokes (a thick solid line around a thinner dashed one), never
+    as one line. A legend beside the axes when there are at most
+    ``max_legend_entries`` workers, else a note with the number of workers.
+    ``whole``: integer y ticks (counts).
     """
+    widths = np.linspace(WIDEST, NARROWEST, len(series)) if len(series) > 1 else [1.6]
     for i, (worker, (times, values)) in enumerate(series.items()):
-        style = LINESTYLES[i % len(LINESTYLES)]
-        ax.plot(np.asarray(times), values, style, linewidth=1.4, alpha=0.85, label=worker)
+        ax.plot(
+            np.asarray(times),
+            values,
+            linestyle=LINESTYLES[i % len(LINESTYLES)],
+            marker=MARKERS[i % len(MARKERS)],
+            markersize=3 + widths[i],
+            markevery=max(1, len(times) // MARKS_PER_LINE),
+            linewidth=widths[i],
+            color=common.COLORS[i % len(common.COLORS)],
+            label=worker,
+        )
     common.time_axis(ax, ylabel, title, whole)
     if len(series) <= max_legend_entries:
-        ax.legend(title="worker", loc="best", fontsize="small")
+        common.legend(ax, title="worker")
     else:
         note_workers(ax, len(series))
 
@@ -180,11 +198,15 @@ def per_worker_plot(
         ) -> FigureAxes:
             drawn = read(tracking_data)
             fig, ax = common.new_figure(figsize)
+            if peak_of(drawn) == 0 and not percent:
+                ax.set_title(title)
+                common.say_instead(ax, all_zero(drawn))
+                return fig, ax
             draw_per_worker(ax, drawn, max_legend_entries, ylabel, title, whole)
             if percent:
                 percent_ylim(ax, peak_of(drawn))
             else:
-                ax.set_ylim(bottom=0)
+                ax.set_ylim(0, 1.1 * peak_of(drawn) or 1.0)
             return fig, ax
 
         return _described_figure(draw, described, reads, refused)
@@ -218,7 +240,7 @@ def band_plot(
             draw_band(ax, stats, color, "mean")
             common.time_axis(ax, ylabel, title)
             percent_ylim(ax, float(stats.high.max()))
-            ax.legend(loc="upper left", fontsize="small")
+            common.legend(ax)
             return fig, ax
 
         return _described_figure(draw, described, reads, refused)
@@ -241,15 +263,8 @@ def _described_figure(
 
 
 def note_workers(ax: Axes, count: int) -> None:
-    """Write "N workers" in the top left corner of ``ax``."""
-    ax.text(
-        0.01,
-        0.98,
-        f"{count} workers",
-        transform=ax.transAxes,
-        va="top",
-        bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
-    )
+    """Say under the axes how many workers the lines are (too many for a legend)."""
+    common.caption(ax, f"{count} workers, one line each")
 
 
 def draw_band(ax: Axes, stats: InstantStats, color: str, label: str) -> None:
@@ -259,9 +274,27 @@ def draw_band(ax: Axes, stats: InstantStats, color: str, label: str) -> None:
     ax.plot(times, stats.mean, color=color, linewidth=1.8, label=label)
 
 
+#: Below this peak (%), a percentage axis ends near the data instead of at 100 %.
+ZOOM_BELOW_PERCENT = 50.0
+
+
 def percent_ylim(ax: Axes, peak: float) -> None:
-    """0 to 100 %, raised to show values above 100 % instead of clipping them."""
-    ax.set_ylim(0, max(100.0, 1.05 * peak))
+    """0 to 100 % (raised above 100 % rather than clipping), or near the data when it stays low.
+
+    A series that never reaches half of 100 % would draw as a flat line at the
+    bottom: its axis ends 20 % above its peak, and a caption says so.
+    """
+    if 0 < peak < ZOOM_BELOW_PERCENT:
+        ax.set_ylim(0, 1.2 * peak)
+        common.caption(ax, f"the axis ends at {1.2 * peak:.3g}%: the peak is {peak:.3g}%")
+    else:
+        ax.set_ylim(0, max(100.0, 1.05 * peak))
+
+
+def all_zero(series: WorkerSeries) -> str:
+    """The words for a series whose every sample is 0."""
+    samples = sum(len(values) for _, values in series.values())
+    return f"{len(series)} worker(s), {samples} samples, every one 0: nothing to draw"
 
 
 def peak_of(series: WorkerSeries) -> float:
@@ -291,16 +324,66 @@ def has_number(record: Mapping[str, Any], field: str) -> bool:
     return isinstance(value, Real) and math.isfinite(value)
 
 
-def draw_distribution(ax: Axes, values: np.ndarray, bins: int, unit: str) -> None:
-    """Histogram of ``values`` with their mean (red) and median (green) as lines."""
-    ax.hist(values, bins=bins, color=common.COLORS[0], alpha=0.7, edgecolor="black", label="count")
-    mean, median = float(np.mean(values)), float(np.median(values))
-    ax.axvline(mean, color="red", linestyle="--", linewidth=2, label=f"mean {mean:.3g}{unit}")
-    ax.axvline(
-        median, color="green", linestyle="--", linewidth=2, label=f"median {median:.3g}{unit}"
+def histogram_bins(count: int, most: int) -> int:
+    """Bins for ``count`` values: the Rice rule (2 n^(1/3)), at most ``most``.
+
+    16 chunks get 6 bins, not 30 bins of which 24 are empty.
+    """
+    return max(1, min(most, math.ceil(2 * count ** (1 / 3))))
+
+
+def draw_distribution(
+    ax: Axes,
+    values: np.ndarray,
+    bins: int,
+    xlabel: str,
+    unit: str,
+    counted: str,
+    title: str,
+    write: Callable[[float], str] | None = None,
+) -> bool:
+    """Histogram of ``values`` with their mean (red) and median (green) as lines.
+
+    ``counted`` names what the values are of (``"chunks"``, the y axis);
+    ``unit`` follows each value in text (``" s"``), or ``write`` writes a
+    value whole (a duration). Values that are one value, or spread over under
+    1 % of their size, would draw one microscopic bar: they are said in words
+    instead, and False is returned.
+    """
+    ax.set_title(title)
+    if common.degenerate(values):
+        ends = (float(values.min()), float(values.max()))
+        if write is None:
+            low, high = (f"{v}{unit}" for v in common.distinct_values(*ends))
+        else:
+            low, high = (write(v) for v in ends)
+        what = f"{len(values)} {counted}" if len(values) > 1 else f"1 {counted.rstrip('s')}"
+        if len(values) == 1:
+            text = f"{what}: {low}"
+        elif low == high:
+            text = f"{what}, all at {low}"
+        else:
+            text = f"{what}, all between {low} and {high}: no distribution to draw"
+        common.say_instead(ax, text)
+        return False
+    ax.hist(
+        values,
+        bins=histogram_bins(len(values), bins),
+        color=common.COLORS[0],
+        alpha=0.7,
+        edgecolor="black",
+        label=counted,
     )
-    ax.legend(fontsize="small")
-    ax.grid(True, alpha=0.3, axis="y")
+    mean, median = float(np.mean(values)), float(np.median(values))
+    mean_text, median_text = common.distinct_values(mean, median)
+    ax.axvline(mean, color="red", linestyle="--", linewidth=2, label=f"mean {mean_text}{unit}")
+    ax.axvline(
+        median, color="green", linestyle=":", linewidth=2, label=f"median {median_text}{unit}"
+    )
+    common.label_axes(ax, xlabel, counted, title, grid="y")
+    common.count_axis(ax)
+    common.legend(ax)
+    return True
 
 
 def in_start_order(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -5,16 +5,24 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure
+from roastcoffea.plots._common import (
+    COLORS,
+    caption,
+    figure,
+    label_axes,
+    legend,
+    new_figure,
+    say_instead,
+)
 from roastcoffea.plots._series import chunk_records, draw_distribution, has_number, successful
 from roastcoffea.plots._types import ChunkRecords, FigureAxes, Size
+from roastcoffea.units import format_time
 
 
 def _note_failed(ax: Axes, failed: int) -> None:
     """Say how many failed chunks were left out, if any."""
     if failed:
-        note = f"{failed} failed chunk{'s' if failed > 1 else ''} left out"
-        ax.text(0.01, 0.98, note, transform=ax.transAxes, va="top")
+        caption(ax, f"{failed} failed chunk{'s' if failed > 1 else ''} left out")
 
 
 @figure(figsize=(10, 6), title="Chunk Runtime Distribution")
@@ -43,8 +51,7 @@ def plot_runtime_distribution(
             f"({len(records) - len(good)} of {len(records)} chunks failed)"
         )
     fig, ax = new_figure(figsize)
-    draw_distribution(ax, durations, bins, " s")
-    label_axes(ax, "duration (s)", "chunks", title)
+    draw_distribution(ax, durations, bins, "duration (s)", " s", "chunks", title, format_time)
     _note_failed(ax, len(records) - len(good))
     return fig, ax
 
@@ -78,17 +85,17 @@ def plot_runtime_vs_events(chunk_metrics: ChunkRecords, figsize: Size, title: st
         raise ValueError("no successful chunk record with 'num_events' and 'duration' to plot")
     events, durations = np.array(points, dtype=float).T
     fig, ax = new_figure(figsize)
+    if len(points) == 1:
+        ax.set_title(title)
+        say_instead(ax, f"1 chunk: {events[0]:,.0f} events in {format_time(durations[0])}")
+        _note_failed(ax, len(records) - len(good))
+        return fig, ax
     ax.scatter(events, durations, color=COLORS[0], alpha=0.7, label="chunks")
     if len(np.unique(events)) == 1:
-        ax.text(
-            0.02,
-            0.96,
+        caption(
+            ax,
             f"every chunk has {events[0]:,.0f} events: no trend to fit; the spread of "
             "durations is the runtime distribution",
-            transform=ax.transAxes,
-            va="top",
-            fontsize="small",
-            color="dimgray",
         )
     else:
         slope, intercept = np.polyfit(events, durations, 1)
@@ -101,6 +108,6 @@ def plot_runtime_vs_events(chunk_metrics: ChunkRecords, figsize: Size, title: st
             label=f"fit: {slope * 1e3:.3g} ms/event + {intercept:.3g} s",
         )
     label_axes(ax, "events per chunk", "duration (s)", title, grid="both")
-    ax.legend(fontsize="small", loc="lower right")
+    legend(ax)
     _note_failed(ax, len(records) - len(good))
     return fig, ax

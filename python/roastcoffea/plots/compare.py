@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from roastcoffea.measurement import load_measurement, load_metadata
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, figure, legend, new_figure
 from roastcoffea.plots._types import Size
 
 #: What ``measurements`` may hold.
@@ -138,7 +138,7 @@ def _rates_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     ax.margins(y=0.3)
     twin.margins(y=0.3)
     handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    legend(ax, handles=handles)
 
 
 def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
@@ -150,7 +150,7 @@ def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     ax.set_title("Efficiency")
     top = np.nanmax(np.concatenate([efficiency, io_share, [100.0]]))
     ax.set_ylim(0, 1.3 * top)
-    ax.legend(fontsize=8, loc="upper left")
+    legend(ax)
 
 
 def _thread_seconds(run: Run, part: str) -> float:
@@ -175,7 +175,7 @@ def _overhead_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     ax.set_ylabel("thread time, CPU + non-CPU (s)")
     ax.set_title("Processor vs Overhead")
     ax.margins(y=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    legend(ax)
 
 
 #: Keys drawn by :func:`plot_measurement_comparison`.
@@ -321,7 +321,7 @@ def plot_scaling_study(
     axes[1].set_title("Core efficiency")
     axes[1].set_ylim(0, max(105.0, 1.1 * float(np.nanmax(np.append(efficiency, 0.0)))))
     for ax in axes:
-        ax.legend(fontsize=8)
+        legend(ax)
     fig.suptitle(title)
     return fig, axes
 

@@ -6,8 +6,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require
+from roastcoffea.plots._common import (
+    COLORS,
+    caption,
+    figure,
+    label_axes,
+    new_figure,
+    require,
+    say_instead,
+)
 from roastcoffea.plots._types import FigureAxes, Size
+from roastcoffea.units import format_time
 
 #: Label of chunks whose record names no dataset.
 NO_DATASET = "(no dataset)"
@@ -58,6 +67,14 @@ def plot_dataset_runtimes(
         raise ValueError("no successful chunk record with a duration to plot")
     names = list(per_dataset)
     fig, ax = new_figure(figsize)
+    if all(len(durations) == 1 for durations in per_dataset.values()):
+        ax.set_title(title)
+        say_instead(
+            ax,
+            "one chunk per dataset, no distribution to draw:\n"
+            + "\n".join(f"{name}: {format_time(d[0])}" for name, d in per_dataset.items()),
+        )
+        return fig, ax
     boxes = ax.boxplot(
         list(per_dataset.values()),
         showmeans=True,
@@ -86,13 +103,5 @@ def plot_dataset_runtimes(
     label_axes(ax, "dataset", "duration (s)", title, grid="y")
     failed = sum(1 for record in records if record.get("error"))
     if failed:
-        ax.text(
-            0.99,
-            0.98,
-            f"{failed} failed chunk(s) left out",
-            transform=ax.transAxes,
-            ha="right",
-            va="top",
-            fontsize=8,
-        )
+        caption(ax, f"{failed} failed chunk(s) left out")
     return fig, ax

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from roastcoffea.phase_vocabulary import is_phase_activity
-from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require_key
+from roastcoffea.plots._common import COLORS, figure, label_axes, legend, new_figure, require_key
 from roastcoffea.plots._types import FigureAxes, Size
-from roastcoffea.units import format_bytes
+from roastcoffea.units import byte_unit, format_bytes, format_time
 
 #: Cells annotated with their value only up to this many (beyond, text would overlap).
 MAX_ANNOTATED_CELLS = 400
@@ -75,6 +76,8 @@ def _cell_text(value: float, unit: str) -> str:
     an exponent."""
     if unit == "bytes":
         return format_bytes(value)
+    if unit == "seconds":
+        return format_time(value)
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
@@ -141,7 +144,15 @@ def plot_fine_metrics_heatmap(
     if matrix.size <= MAX_ANNOTATED_CELLS:
         _annotate_cells(ax, matrix, unit)
     colorbar = fig.colorbar(image, ax=ax)
-    colorbar.set_label(UNIT_LABELS.get(unit, unit))
+    if unit == "bytes":
+        factor, name = byte_unit(peak)
+        colorbar.set_ticks(list(np.asarray(MaxNLocator().tick_values(0, peak / factor)) * factor))
+        colorbar.formatter = FuncFormatter(lambda value, _: f"{value / factor:,.4g}")
+        colorbar.set_label(f"bytes ({name})")
+        colorbar.update_ticks()
+        colorbar.ax.set_ylim(0, peak or 1)
+    else:
+        colorbar.set_label(UNIT_LABELS.get(unit, unit))
     return fig, ax
 
 
@@ -215,5 +226,5 @@ def plot_processor_overhead_breakdown(
     ax.set_title(title)
     ax.set_ylim(0, 1.12 * float((cpu + noncpu).max()))
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend()
+    legend(ax)
     return fig, ax

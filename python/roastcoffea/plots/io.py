@@ -10,7 +10,17 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import COLORS, figure, finite, label_axes, new_figure, require_key
+from roastcoffea.plots._common import (
+    COLORS,
+    caption,
+    count_axis,
+    figure,
+    finite,
+    label_axes,
+    legend,
+    new_figure,
+    require_key,
+)
 from roastcoffea.plots._series import (
     chunk_records,
     draw_distribution,
@@ -46,8 +56,8 @@ def plot_compression_ratio_distribution(
     """
     ratios = _per_file(metrics, "compression_ratios")
     fig, ax = new_figure(figsize)
-    draw_distribution(ax, ratios, bins, "")
-    label_axes(ax, "compression ratio (uncompressed / compressed bytes)", "files", title)
+    xlabel = "compression ratio (uncompressed / compressed bytes)"
+    draw_distribution(ax, ratios, bins, xlabel, "", "files", title)
     return fig, ax
 
 
@@ -69,10 +79,9 @@ def plot_data_access_percentage(
     """
     shares = _per_file(metrics, "bytes_read_percent_per_file")
     fig, ax = new_figure(figsize)
-    draw_distribution(ax, shares, bins, " %")
-    peak = float(shares.max())
-    ax.set_xlim(0, max(min(100.0, 1.1 * peak), 1.05 * peak) if peak > 0 else 1.0)
-    label_axes(ax, "bytes read (% of the file)", "files", title)
+    if draw_distribution(ax, shares, bins, "bytes read (% of the file)", "%", "files", title):
+        peak = float(shares.max())
+        ax.set_xlim(0, max(min(100.0, 1.1 * peak), 1.05 * peak) if peak > 0 else 1.0)
     return fig, ax
 
 
@@ -89,7 +98,7 @@ def _chunks_with(chunk_metrics: Any, fields: tuple[str, ...]) -> list[Mapping[st
 def _dataset_legend(ax: Axes, datasets: list[str], extra: list[Any]) -> None:
     """A legend with one color patch per dataset, after the ``extra`` handles."""
     patches = [Patch(color=COLORS[i % len(COLORS)], label=d) for i, d in enumerate(datasets)]
-    ax.legend(handles=[*extra, *patches], fontsize="small", loc="upper right")
+    legend(ax, handles=[*extra, *patches])
 
 
 #: Up to this many chunks the per-chunk figures draw a bar per chunk; beyond it, one
@@ -142,7 +151,9 @@ def plot_branch_access_per_chunk(
     mean = float(branches.mean())
     line = ax.axhline(mean, color="red", linestyle="--", label=f"mean {mean:.3g} branches")
     label_axes(ax, "chunk (in start order)", "branches accessed", title, grid="y")
-    ax.set_ylim(0, max(float(branches.max()), 1.0) * 1.3)  # room for the legend
+    ax.set_ylim(0, max(float(branches.max()), 1.0) * 1.1)
+    count_axis(ax)
+    count_axis(ax, "x")
     _dataset_legend(ax, datasets, [line])
     return fig, ax
 
@@ -180,5 +191,13 @@ def plot_bytes_accessed_per_chunk(
         ax.bar(x - 0.2, compressed / factor, 0.4, color=COLORS[0], label="compressed")
         ax.bar(x + 0.2, uncompressed / factor, 0.4, color=COLORS[1], label="uncompressed")
     label_axes(ax, "chunk (in start order)", f"bytes accessed ({unit})", title, grid="y")
-    ax.legend(fontsize="small")
+    count_axis(ax, "x")
+    legend(ax)
+    embedded = sum(1 for r in records if (r.get("accessed_embedded_bytes") or 0) > 0)
+    if embedded:
+        caption(
+            ax,
+            f"{embedded} chunk(s) read baskets embedded in the tree's metadata: they have no "
+            "compressed size of their own and count 0 compressed bytes",
+        )
     return fig, ax

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, figure, label_axes, new_figure, require
+from roastcoffea.plots._common import COLORS, figure, label_axes, legend, new_figure, require
 from roastcoffea.plots._types import FigureAxes, Size, SpanMetrics
 from roastcoffea.units import byte_unit
 
@@ -137,7 +137,7 @@ def plot_per_task_cpu_io(span_metrics: SpanMetrics, title: str, figsize: Size) -
         heights = [row[activity] for row in table.values()]
         ax.bar(x + offset, heights, 0.4, color=color, label=label)
     _prefix_axis(ax, list(table), "thread time (s)", title)
-    ax.legend(fontsize="small")
+    legend(ax)
     return fig, ax
 
 
@@ -210,5 +210,5 @@ def plot_per_task_overhead(span_metrics: SpanMetrics, title: str, figsize: Size)
             ax.bar(x + offset, heights, 0.4, bottom=bottom, color=color, label=activity)
             bottom += heights
     _prefix_axis(ax, list(table), "time (s)", title)
-    ax.legend(fontsize="small")
+    legend(ax)
     return fig, ax

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import figure, new_figure, require, require_key
+from roastcoffea.plots._common import figure, legend, new_figure, require, require_key
 from roastcoffea.plots._types import FigureAxes, MetricsLike, Size
 
 #: Phases in drawing order, each with its color.
@@ -28,7 +28,7 @@ PhaseRecords = Sequence[Mapping[str, Any]]
 
 def _phase_legend(ax: Any, phases: Sequence[str]) -> None:
     handles = [Patch(color=PHASE_COLORS[p], label=p) for p in phases]
-    ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    legend(ax, handles=handles)
 
 
 def _timed(records: PhaseRecords) -> list[Mapping[str, Any]]:
@@ -166,7 +166,7 @@ def plot_phase_heatmap(metrics: MetricsLike, figsize: Size, title: str) -> Figur
             ax.text(
                 j,
                 i,
-                f"{shares[i, j]:.0f} %",
+                f"{shares[i, j]:.1f}%",
                 ha="center",
                 va="center",
                 color="white" if light else "black",

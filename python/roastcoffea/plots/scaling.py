@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from roastcoffea.plots._common import COLORS, figure, new_figure
+from roastcoffea.plots._common import COLORS, count_axis, figure, legend, new_figure
 from roastcoffea.plots._types import FigureAxes, MetricsLike, Size
+from roastcoffea.units import byte_unit
 
 #: A bar of a summary panel: (label, value or None, color).
 _Bar = tuple[str, float | None, str]
@@ -116,7 +117,7 @@ def plot_efficiency_summary(metrics: MetricsLike, figsize: Size) -> FigureAxes:
     if cores:
         axes[1].axhline(cores, color="gray", linestyle="--", label=f"ideal: {cores:.3g} cores")
         axes[1].set_ylim(0, max(cores, speedup or 0.0) * 1.2)
-        axes[1].legend(fontsize="small", loc="lower right")
+        legend(axes[1])
     fig.suptitle("Efficiency Metrics Summary")
     return fig, axes[0]
 
@@ -147,15 +148,16 @@ def plot_resource_utilization(metrics: MetricsLike, figsize: Size) -> FigureAxes
         and ``peak_memory_bytes`` (the message gives the reasons).
     """
     metrics = _check(metrics, ("avg_workers", "total_cores", "peak_memory_bytes"))
+    factor, unit = byte_unit(_value(metrics, "peak_memory_bytes") or 0.0)
     panels = (
         (
             [("average", "avg_workers", 1.0), ("peak", "peak_workers", 1.0)],
             "workers",
-            ".2f",
+            ".3g",
             "Workers",
         ),
-        ([("average", "total_cores", 1.0)], "cores (threads)", ".2f", "Cores"),
-        ([("peak", "peak_memory_bytes", 2.0**-30)], "memory (GiB)", ".2f", "Cluster memory"),
+        ([("average", "total_cores", 1.0)], "cores (threads)", ".3g", "Cores"),
+        ([("peak", "peak_memory_bytes", 1 / factor)], f"memory ({unit})", ".3g", "Cluster memory"),
     )
     fig, axes = new_figure(figsize, 1, 3)
     for ax, (entries, ylabel, fmt, title) in zip(axes, panels, strict=True):
@@ -165,5 +167,7 @@ def plot_resource_utilization(metrics: MetricsLike, figsize: Size) -> FigureAxes
         ]
         reasons = [_reason(metrics, key) for _, key, _ in entries]
         _bar_panel(ax, bars, reasons, ylabel, fmt, title)
+    count_axis(axes[0])
+    count_axis(axes[1])
     fig.suptitle("Resource Utilization Summary")
     return fig, axes[0]

@@ -7,19 +7,23 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator
 
 from roastcoffea.plots._common import (
     COLORS,
+    caption,
     figure,
+    legend,
     new_figure,
     require,
     require_key,
+    say_instead,
     time_axis,
     to_datetime,
 )
 from roastcoffea.plots._series import (
+    InstantStats,
     across_workers,
+    all_zero,
     draw_worker_counts,
     per_worker_plot,
     worker_series,
@@ -29,7 +33,7 @@ from roastcoffea.plots._types import FigureAxes, Size, TrackingData
 
 @per_worker_plot(
     "worker_active_tasks",
-    "active (tasks)",
+    "tasks assigned (executing or waiting)",
     "Worker Activity Over Time",
     "``worker_active_tasks`` (tasks)",
     whole=True,
@@ -49,24 +53,50 @@ def plot_total_active_tasks_timeline(
     """Plot the number of tasks assigned to all workers together.
 
     At each sample instant, the sum of ``worker_active_tasks`` over the workers
-    that reported, as a line with the area under it filled. Unit: tasks,
-    against UTC time.
+    that reported, as a line with the area under it filled: tasks the
+    scheduler has sent to a worker, executing there or waiting for a thread,
+    so it can exceed the threads. The cluster's threads (Σ ``worker_cores``)
+    are drawn beside it as a dashed line. Unit: tasks, against UTC time.
 
-    Reads ``worker_active_tasks`` (tasks).
+    Reads ``worker_active_tasks`` (tasks) and ``worker_cores`` (threads).
 
     Raises
     ------
     ValueError
         If ``worker_active_tasks`` is missing or has no reported value.
     """
-    stats = across_workers(worker_series(tracking_data, "worker_active_tasks"))
+    assigned = worker_series(tracking_data, "worker_active_tasks")
+    stats = across_workers(assigned)
     fig, ax = new_figure(figsize)
+    if not stats.total.any():
+        ax.set_title(title)
+        say_instead(ax, all_zero(assigned))
+        return fig, ax
     ax.fill_between(stats.times, 0, stats.total, color=COLORS[2], alpha=0.3)
     ax.plot(stats.times, stats.total, color=COLORS[2], linewidth=1.8, label="all workers")
-    time_axis(ax, "active (tasks)", title, whole=True)
-    ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    time_axis(ax, "tasks assigned (executing or waiting)", title, whole=True)
+    threads = _threads(tracking_data)
+    if threads is not None:
+        ax.plot(
+            threads.times,
+            threads.total,
+            color="gray",
+            linestyle="--",
+            drawstyle="steps-post",
+            label="threads (tasks that can execute at once)",
+        )
+        legend(ax)
+    peak = max(float(stats.total.max()), float(threads.total.max()) if threads else 0.0)
+    ax.set_ylim(0, 1.1 * peak or 1.0)
     return fig, ax
+
+
+def _threads(tracking_data: TrackingData) -> InstantStats | None:
+    """The cluster's threads at each instant (Σ ``worker_cores``), or None if not tracked."""
+    try:
+        return across_workers(worker_series(tracking_data, "worker_cores"))
+    except ValueError:
+        return None
 
 
 def _throughput_steps(
@@ -147,8 +177,8 @@ def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
         parts.append(f"{unmeasured} of {total} chunks without bytes_read left out")
     if instant:
         parts.append(f"{instant} of {total} chunks without duration left out")
-    if parts:
-        ax.text(0.99, 0.98, "\n".join(parts), transform=ax.transAxes, ha="right", va="top")
+    for part in parts:
+        caption(ax, part)
 
 
 @figure(tracking_data=None, figsize=(12, 6), title="Data Throughput Over Time")
@@ -229,4 +259,4 @@ def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
     twin.set_ylabel("workers")
     lines = ax.get_lines() + twin.get_lines()
     labels = [str(line.get_label()) for line in lines]
-    ax.legend(lines, labels, loc="upper left", fontsize="small")
+    legend(ax, handles=lines, labels=labels)

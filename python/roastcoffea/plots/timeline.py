@@ -11,7 +11,9 @@ from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import (
     COLORS,
+    caption,
     figure,
+    legend,
     new_figure,
     require_key,
     time_axis,
@@ -95,20 +97,14 @@ def plot_prefix_timeline(metrics: dict[str, Any], figsize: Size, title: str) -> 
     # Bars stick to their left edge by default; room on both sides for the annotations.
     ax.use_sticky_edges = False
     ax.margins(x=0.08)
-    ax.legend(
+    legend(
+        ax,
         handles=[
             Patch(color=PROCESSOR_COLOR, label="processor"),
             Patch(color=OTHER_COLOR, label="other"),
         ],
-        loc="best",
     )
     untimed = len(per_prefix) - len(timed)
     if untimed:
-        ax.text(
-            0.01,
-            0.01,
-            f"{untimed} prefix(es) without a finished task not shown",
-            transform=ax.transAxes,
-            fontsize=8,
-        )
+        caption(ax, f"{untimed} prefix(es) without a finished task not shown")
     return fig, ax

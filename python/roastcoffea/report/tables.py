@@ -505,7 +505,7 @@ def dataset_table(metrics: Mapping[str, Any]) -> TableData | None:
     per_dataset = metrics.get("per_dataset")
     if not isinstance(per_dataset, Mapping) or not per_dataset:
         return None
-    names = ("Chunks", "Failed", "Events", "Mean Time", "Event Rate (process)")
+    names = ("Chunks", "Failed", "Events", "Mean Time", "Rate (process)")
     columns = (Column("Dataset"), *(Column(name, numeric=True) for name in names))
     rows = []
     for dataset, row in per_dataset.items():
