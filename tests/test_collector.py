@@ -335,6 +335,56 @@ def test_summary_of_an_empty_dictionary(capsys: Any) -> None:
 # ---- the live view -------------------------------------------------------------------
 
 
+def test_the_rich_view_says_why_metrics_are_missing(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mc = MetricsCollector(client)
+    assert "not started" in mc._repr_html_()
+    with mc:
+        assert "running" in mc._repr_html_()
+    assert "waiting for set_coffea_report()" in mc._repr_html_()
+
+    def broken(inputs: Any) -> dict[str, Any]:
+        raise KeyError("entries")
+
+    monkeypatch.setattr("roastcoffea.collector.compute_metrics", broken)
+    mc.set_coffea_report(REPORT)
+    shown = mc._repr_html_()
+    assert "the metrics could not be computed" in shown and "KeyError" in shown
+    assert "waiting" not in shown
+
+
+def test_notebooks_are_recognised_by_capability(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any IPython shell with a kernel attached (Colab's, VS Code's) updates displays."""
+    import types
+
+    from roastcoffea.report.live_notebook import in_notebook
+
+    class ColabShell:  # not named ZMQInteractiveShell
+        kernel = object()
+
+    class TerminalShell:
+        kernel = None
+
+    for shell, expected in ((ColabShell(), True), (TerminalShell(), False), (None, False)):
+        fake = types.ModuleType("IPython")
+        fake.get_ipython = lambda shell=shell: shell  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "IPython", fake)
+        assert in_notebook() is expected
+
+
+def test_a_stopped_view_shows_the_whole_blocks_figures() -> None:
+    view = LiveView(feed=None)
+    delta = {"interval": 1.0, "tasks": 2, "chunks": 1, "chunk_events": 100, "chunk_bytes": 10}
+    view.receive((0.0, {**delta, "workers": {"a": {"memory": 100.0}}}))
+    final = {**view.state(), "events": 5000, "tasks": 9, "events_per_s": 2500.0, "elapsed": 2.0}
+    view.stop({**final, "memory_bytes": None})
+    state = view.state()
+    assert (state["events"], state["tasks"], state["elapsed"]) == (5000, 9, 2.0)
+    assert state["memory_bytes"] == 100.0  # the flush has none: the last reading stays
+    assert view.settled
+
+
 def test_live_view_rates_from_deltas() -> None:
     view = LiveView(feed=None)
     worker = {"memory": 100.0, "cpu": 5.0}

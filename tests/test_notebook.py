@@ -36,6 +36,12 @@ mc.set_coffea_report({"entries": 0, "bytesread": 0, "processtime": 0.0, "chunks"
 mc
 """
 
+#: A block shorter than a scheduler tick: its display still ends on its figures.
+SHORT_CELL = """
+with MetricsCollector(client) as short:
+    client.gather(client.map(lambda x: x + 1, range(4)))
+"""
+
 CLOSE_CELL = "client.close(); cluster.close()"
 
 
@@ -46,13 +52,17 @@ def run_notebook(*cells: str) -> nbformat.NotebookNode:
 
 
 def test_live_view_and_rich_display_in_a_kernel() -> None:
-    notebook = run_notebook(LIVE_CELL, REPR_CELL, CLOSE_CELL)
-    live, shown, _ = notebook.cells
+    notebook = run_notebook(LIVE_CELL, REPR_CELL, SHORT_CELL, CLOSE_CELL)
+    live, shown, short, _ = notebook.cells
     displays = [o for o in live.outputs if o.output_type == "display_data"]
     assert len(displays) == 1  # one output, updated in place
     final = displays[0].data["text/html"]
-    assert "roastcoffea-live" in final and "(finished)" in final
+    assert "roastcoffea-live" in final and "(finished: the whole block" in final
     assert "<th" in final and "Tasks done" in final and ">8<" in final
+    (short_display,) = [o for o in short.outputs if o.output_type == "display_data"]
+    final = short_display.data["text/html"]
+    assert "(finished: the whole block, from the final flush)" in final
+    assert "Tasks done" in final and ">4<" in final and "No live data" not in final
     printed = "".join(o.text for o in live.outputs if o.output_type == "stream")
     assert printed.split() == ["NotebookLiveView", "8", "None"]
     result = next(o for o in shown.outputs if o.output_type == "execute_result")

@@ -26,3 +26,26 @@ def test_the_tutorial_runs_without_an_error(path: Path, tmp_path: Path) -> None:
     NotebookClient(notebook, timeout=600, kernel_name="python3").execute(cwd=str(tmp_path))
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
+
+
+def live_outputs(notebook: nbformat.NotebookNode) -> list[str]:
+    """The HTML of every live view the notebook shows."""
+    return [
+        o.data["text/html"]
+        for cell in notebook.cells
+        for o in cell.get("outputs", [])
+        if o.output_type == "display_data" and "roastcoffea-live" in o.data.get("text/html", "")
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_saved_live_views_end_on_the_blocks_figures(path: Path) -> None:
+    """What the docs site shows: each live view ends on the whole block's figures."""
+    views = live_outputs(nbformat.read(path, as_version=4))
+    for view in views:
+        assert "(finished: the whole block, from the final flush)" in view, path.name
+        assert "Events</th><td" in view and ">0</td>" not in view.split("Events</th>")[1][:60]
+
+
+def test_the_tutorials_show_live_views() -> None:
+    assert sum(len(live_outputs(nbformat.read(p, as_version=4))) for p in NOTEBOOKS) >= 4

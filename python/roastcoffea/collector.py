@@ -33,6 +33,7 @@ cluster-wide and cover each collector's time window.
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import time
 from collections.abc import Callable
@@ -284,8 +285,6 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         return perf_end
 
     def _finish(self, perf_end: float) -> None:
-        if self.live_view is not None:
-            self._guard("stop live view", self.live_view.stop)
         self._window = (self._window[0], (self.t_end or time.time()) + WINDOW_PAD)
         self._guard("snapshot", self._take_snapshot)
         # The rest builds every record and metric at once: no garbage for the collector.
@@ -294,6 +293,10 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
                 self._guard("decode records", self._select_records)
                 self._guard("span metrics", self._compute_span_metrics)
                 self._guard("worker departures", self._sort_workers)
+            view = self.live_view
+            if view is not None:
+                final = self._guard("final live figures", self._final_live_figures)
+                self._guard("stop live view", lambda: view.stop(final))
             self._dirty = True
             if self.coffea_report is not None:
                 self._guard("compute metrics", self._refresh)
@@ -376,6 +379,54 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self.phase_records = selected.phases
         self.detected_prefixes = selected.prefixes
         self._records_lost = selected.lost
+
+    def _final_live_figures(self) -> dict[str, Any] | None:
+        """The whole block's figures for the live view's last frame, from the final flush.
+
+        Events and bytes from coffea's report when it is already set, else from
+        the chunk records, else (events only) from the phase records; tasks
+        from the run's task statistics; rates over the block's wall time.
+        """
+        if self.snapshot is None or not self.wall_time:
+            return None
+        good = [r for r in self.chunk_metrics if not r.get("error")]
+        report = self.coffea_report or {}
+        if report:
+            events, nbytes = int(report.get("entries") or 0), float(report.get("bytesread") or 0)
+        elif good:
+            events = sum(int(r.get("num_events") or 0) for r in good)
+            nbytes = sum(float(r.get("bytes_read") or 0) for r in good)
+        else:
+            events = sum(
+                int(r["entry_stop"]) - int(r["entry_start"])
+                for r in self.phase_records
+                if r.get("entry_stop") is not None and r.get("entry_start") is not None
+            )
+            nbytes = 0.0
+        phases: dict[str, float] = {}
+        for record in self.phase_records:
+            for phase, seconds in (record.get("wall") or {}).items():
+                if isinstance(seconds, (int, float)):
+                    phases[phase] = phases.get(phase, 0.0) + seconds
+        spent = sum(phases.values())
+        top = max(phases, key=phases.__getitem__) if spent > 0 else None
+        rows = [r for r in self.snapshot["tasks"] if r.get("span") in self.span_ids]
+        shape = self.cluster_shape()
+        return {
+            "events_per_s": events / self.wall_time,
+            "gbps": nbytes * 8 / 1e9 / self.wall_time if nbytes else None,
+            "chunks_per_s": None,
+            "transitions_per_s": None,
+            "workers": shape.get("workers") or 0,
+            "memory_bytes": None,
+            "dominant_phase": None if top is None else (top, 100 * phases[top] / spent),
+            "tasks": sum(int(r.get("tasks", 0)) for r in rows),
+            "erred": sum(int(r.get("erred", 0)) for r in rows),
+            "chunks": len(good) if good else len(self.phase_records),
+            "events": events,
+            "bytes": nbytes,
+            "elapsed": self.wall_time,
+        }
 
     def _compute_span_metrics(self) -> None:
         assert self.snapshot is not None
@@ -516,16 +567,25 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             return None
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: the summary once the metrics can be computed, else the state."""
+        """Jupyter's view: the summary once the metrics are computed, else the state, or why not."""
         from roastcoffea.report.html import render_summary
 
-        metrics = self.metrics
-        if metrics is not None:
-            return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
-        state = "running" if self._active else "waiting for set_coffea_report()"
-        if self.t_start is None:
-            state = "not started"
-        return f"<p><strong>roastcoffea MetricsCollector</strong>: {state}</p>"
+        try:
+            metrics = self.get_metrics()
+        except RuntimeError as exc:
+            if self.t_start is None:
+                state = "not started"
+            elif self._active:
+                state = "running"
+            elif self.coffea_report is None:
+                state = "waiting for set_coffea_report()"
+            else:
+                state = f"the metrics could not be computed: {exc}"
+            return (
+                "<p><strong>roastcoffea MetricsCollector</strong>: "
+                f"{html.escape(state)}</p>"
+            )
+        return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
 
     @property
     def tracking_data(self) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -23,7 +24,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from roastcoffea.units import format_bytes, format_time
+from roastcoffea.units import format_bytes, format_rate, format_time
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class LiveView:
         self._phases: dict[str, float] = {}
         self._started_at = time.perf_counter()
         self._live: Live | None = None
+        self._final: dict[str, Any] | None = None
         self._subscribed = False
         self.deltas = 0
         self.off_reason: str | None = None
@@ -120,8 +122,20 @@ class LiveView:
         if live is not None:
             live.stop()
 
-    def stop(self) -> None:
-        """Stop drawing and unsubscribe (never raises)."""
+    def stop(self, final: Mapping[str, Any] | None = None) -> None:
+        """Stop drawing and unsubscribe (never raises).
+
+        ``final``: the whole block's figures from the final flush (the keys
+        of :meth:`state`, and ``elapsed``), shown by the last frame instead
+        of the last live window: a block shorter than a scheduler tick still
+        ends on its figures.
+        """
+        if final is not None:
+            settled = dict(final)
+            if settled.get("memory_bytes") is None:  # the flush has no memory reading
+                settled["memory_bytes"] = self.state()["memory_bytes"]
+            with self._lock:
+                self._final = settled
         try:
             self._stop_drawing()
         except Exception:
@@ -175,10 +189,13 @@ class LiveView:
             delta), ``workers``, ``memory_bytes`` (Σ over workers, None when
             unknown), ``dominant_phase`` (the processor phase with the most
             time so far and its % share, None before the first phase record),
-            and the totals ``tasks``, ``erred``, ``chunks``, ``events``,
-            ``bytes``.
+            the totals ``tasks``, ``erred``, ``chunks``, ``events``,
+            ``bytes``, and ``elapsed`` (s). Once stopped with the final
+            figures, those: rates over the whole block.
         """
         with self._lock:
+            if self._final is not None:
+                return dict(self._final)
             recent = list(self._recent)
             totals = dict(self._totals)
             workers = dict(self._workers)
@@ -204,12 +221,18 @@ class LiveView:
             if dominant is None
             else (dominant, 100 * phases[dominant] / spent),
             **totals,
+            "elapsed": time.perf_counter() - self._started_at,
         }
+
+    @property
+    def settled(self) -> bool:
+        """Whether the view shows the whole block's final figures."""
+        return self._final is not None
 
     def render(self) -> Panel:
         """The panel for the current state."""
         s = self.state()
-        elapsed = time.perf_counter() - self._started_at
+        elapsed = s["elapsed"]
 
         def rate(value: float | None, fmt: str) -> str:
             return "[dim]waiting for data[/dim]" if value is None else fmt.format(value)
@@ -220,8 +243,10 @@ class LiveView:
         table.add_column(style="cyan", no_wrap=True)
         table.add_column(justify="right", style="magenta")
         table.add_row(
-            "Events/s",
-            rate(s["events_per_s"], "{:,.0f}"),
+            "Event rate",
+            "[dim]waiting for data[/dim]"
+            if s["events_per_s"] is None
+            else format_rate(s["events_per_s"]),
             "Workers",
             str(s["workers"]),
         )

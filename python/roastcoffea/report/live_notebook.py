@@ -13,19 +13,25 @@ import html
 import logging
 import sys
 import threading
-import time
+from collections.abc import Callable
 from typing import Any
 
 from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView, dominant_phase
-from roastcoffea.units import format_bytes, format_time
+from roastcoffea.units import format_bytes, format_rate, format_time
 
 logger = logging.getLogger(__name__)
 
 
 def in_notebook() -> bool:
-    """Whether this runs in a Jupyter kernel (ipykernel), where a display can be updated."""
+    """Whether this runs in a kernel whose front end shows rich output, updatable in place.
+
+    Decided by capability, not by the shell's class name: an IPython shell
+    with a kernel attached (Jupyter, JupyterLab, VS Code, Colab and other
+    ipykernel-based front ends) renders HTML outputs and updates a display by
+    its id. A terminal IPython has no kernel.
+    """
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return type(shell).__name__ == "ZMQInteractiveShell"
+    return getattr(shell, "kernel", None) is not None
 
 
 class NotebookLiveView(LiveView):
@@ -69,15 +75,17 @@ class NotebookLiveView(LiveView):
     def render_html(self, final: bool = False) -> str:
         """The view as an HTML table (escaped text only)."""
         s = self.state()
-        elapsed = time.perf_counter() - self._started_at
+        elapsed = s["elapsed"]
 
-        def rate(value: float | None, fmt: str) -> str:
-            return "waiting for data" if value is None else fmt.format(value)
+        def rate(value: float | None, fmt: str | Callable[[float], str]) -> str:
+            if value is None:
+                return "waiting for data"
+            return fmt(value) if callable(fmt) else fmt.format(value)
 
         tasks = f"{s['tasks']:,}" + (f" ({s['erred']} erred)" if s["erred"] else "")
         memory = "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"])
         rows = [
-            ("Events/s", rate(s["events_per_s"], "{:,.0f}"), "Workers", str(s["workers"])),
+            ("Event rate", rate(s["events_per_s"], format_rate), "Workers", str(s["workers"])),
             ("Data rate", rate(s["gbps"], "{:.3f} Gbps"), "Memory", memory),
             ("Events", f"{s['events']:,}", "Tasks done", tasks),
             ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),
@@ -93,15 +101,12 @@ class NotebookLiveView(LiveView):
             + "</tr>"
             for r in rows
         )
-        state = "finished" if final else "running"
-        if final and self.deltas == 0:
-            table = (
-                "<p>No live data arrived: the block ended before the scheduler's first "
-                "tick reached this client. The metrics below come from the final flush.</p>"
-            )
-            return (
-                '<div class="roastcoffea-live" style="font-family:sans-serif;font-size:13px">'
-                f"<strong>{html.escape(self._title)}</strong> <em>({state})</em>{table}</div>"
+        state = "running"
+        if final:
+            state = (
+                "finished: the whole block, from the final flush"
+                if self.settled
+                else "finished: the final flush gave no figures; the last live ones are shown"
             )
         return (
             '<div class="roastcoffea-live" style="font-family:sans-serif;font-size:13px">'
