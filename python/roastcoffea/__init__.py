@@ -21,6 +21,7 @@ from roastcoffea.errors import DecodeError
 
 if TYPE_CHECKING:
     from roastcoffea.collector import MetricsCollector
+    from roastcoffea.columnar import to_arrow, to_pandas
     from roastcoffea.instrument import (
         BaseInstrumentationContext,
         track_bytes,
@@ -45,6 +46,8 @@ _LAZY = {
     "MetricsCollector": "roastcoffea.collector",
     "load_measurement": "roastcoffea.measurement",
     "save_measurement": "roastcoffea.measurement",
+    "to_arrow": "roastcoffea.columnar",
+    "to_pandas": "roastcoffea.columnar",
     "BaseInstrumentationContext": "roastcoffea.instrument",
     "track_bytes": "roastcoffea.instrument",
     "track_memory": "roastcoffea.instrument",
@@ -88,6 +91,8 @@ __all__ = [
     "__version__",
     "load_measurement",
     "save_measurement",
+    "to_arrow",
+    "to_pandas",
     "track_bytes",
     "track_memory",
     "track_metrics",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roastcoffea._version import __version__
+from roastcoffea import __version__
 
 #: Exit status for a bad command line or an unreadable measurement.
 USAGE_ERROR = 2

@@ -39,12 +39,13 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import distributed
 
 from roastcoffea import _native, config
 from roastcoffea._gc import paused as paused_gc
+from roastcoffea.columnar import Table
 from roastcoffea.compat_0_1_2.collector import CollectorApi012
 from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
@@ -62,6 +63,10 @@ from roastcoffea.plugin.client.session import (
 from roastcoffea.records import decode_records, drain_local_records, records_by_kind
 from roastcoffea.report.live import LiveView, is_terminal
 from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 logger = logging.getLogger(__name__)
 
@@ -566,6 +571,22 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         except RuntimeError:
             return None
 
+    def to_pandas(self, table: Table = "chunks") -> pd.DataFrame:
+        """The chunk records, phases or per-worker table as a pandas DataFrame.
+
+        See :func:`roastcoffea.columnar.to_pandas`; needs the metrics
+        (:meth:`get_metrics`).
+        """
+        from roastcoffea.columnar import to_pandas
+
+        return to_pandas(self.get_metrics(), table)
+
+    def to_arrow(self, table: Table = "chunks") -> pa.Table:
+        """As :meth:`to_pandas`, a pyarrow Table."""
+        from roastcoffea.columnar import to_arrow
+
+        return to_arrow(self.get_metrics(), table)
+
     def _repr_html_(self) -> str:
         """Jupyter's view: the summary once the metrics are computed, else the state, or why not."""
         from roastcoffea.report.html import render_summary
@@ -581,10 +602,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
                 state = "waiting for set_coffea_report()"
             else:
                 state = f"the metrics could not be computed: {exc}"
-            return (
-                "<p><strong>roastcoffea MetricsCollector</strong>: "
-                f"{html.escape(state)}</p>"
-            )
+            return f"<p><strong>roastcoffea MetricsCollector</strong>: {html.escape(state)}</p>"
         return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
 
     @property

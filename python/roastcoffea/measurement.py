@@ -9,6 +9,11 @@ A measurement is a directory ``<output_dir>/<name>/`` holding
     ``{"$dict": [[key, value], ...]}`` for a dict whose keys are not all plain
     strings), so tuple keys, tuples, timezone-aware datetimes, NaN and
     infinities and bytes come back as they were. Nothing is pickled.
+``chunks.parquet``
+    The chunk records (``raw_chunk_metrics``), one row per chunk, a column per
+    field (:mod:`roastcoffea.columnar`): read them with pandas or pyarrow
+    directly. Written when pyarrow is installed and there are records; they
+    are then left out of ``metrics.json`` and ``metadata.json`` names the file.
 ``native_state.json``
     The native engine's tables behind the metrics (workers, tasks, digests, spans,
     series; the records are in ``metrics.json``), when the caller gives them:
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import os
 import platform
@@ -56,6 +62,8 @@ from roastcoffea.schema import (
     location,
 )
 
+logger = logging.getLogger(__name__)
+
 #: Version of the measurement layout written by :func:`save_measurement`.
 SCHEMA_VERSION = 1
 METRICS_FORMAT = "roastcoffea-metrics"
@@ -66,9 +74,11 @@ METADATA_FILE = "metadata.json"
 TIMES_FILE = "start_end_time.txt"
 CONFIG_FILE = "config.json"
 NATIVE_STATE_FILE = "native_state.json"
+CHUNKS_FILE = "chunks.parquet"
 #: Every file a measurement may hold; an overwrite removes them all first.
 FILES = (
     METRICS_FILE,
+    CHUNKS_FILE,
     METADATA_FILE,
     TIMES_FILE,
     CONFIG_FILE,
@@ -252,6 +262,27 @@ def from_tagged_json(data: Any) -> Any:
 # ---- files -------------------------------------------------------------------
 
 
+def _chunks_parquet(records: Any) -> bytes | None:
+    """The chunk records as Parquet bytes; None without records or without pyarrow."""
+    if not isinstance(records, list) or not records:
+        return None
+    try:
+        from roastcoffea.columnar import write_parquet
+
+        return write_parquet(records)
+    except ImportError:
+        return None
+    except Exception as exc:  # a record Arrow cannot hold: it stays in metrics.json
+        logger.warning("roastcoffea: chunk records kept in JSON: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, so a crash leaves no half file."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -304,6 +335,7 @@ def measurement_metadata(
     t1: float,
     *,
     native_file: str | None = None,
+    chunks_file: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``metadata.json`` content of a measurement (also shown by the HTML report).
@@ -316,6 +348,8 @@ def measurement_metadata(
         Wall-clock start and end, seconds since the Unix epoch.
     native_file : str, optional
         Name of the native data file saved with the measurement.
+    chunks_file : str, optional
+        Name of the Parquet file of the chunk records, when they are in one.
     extra : mapping, optional
         Entries added after the standard ones (e.g. ``{"cluster": {...}}``).
 
@@ -343,6 +377,7 @@ def measurement_metadata(
         "saved_utc": datetime.now(timezone.utc).isoformat(),
         "versions": _package_versions(),
         "native_file": native_file,
+        "chunks_file": chunks_file,
     }
     clash = set(extra or ()) & set(meta)
     if clash:
@@ -416,6 +451,9 @@ def save_measurement(
     # Encode everything before touching the disk, so a bad value leaves nothing behind.
     # No indent for the metrics: json's C encoder only writes compact text, and the
     # per-chunk records make this file large.
+    chunks = _chunks_parquet(metrics.get("raw_chunk_metrics"))
+    if chunks is not None:
+        metrics = {k: v for k, v in metrics.items() if k != "raw_chunk_metrics"}
     with paused_gc():
         metrics_text = json.dumps(
             {
@@ -428,7 +466,14 @@ def save_measurement(
     native_file = None
     if native_state is not None:
         native_file = NATIVE_STATE_FILE
-    meta = measurement_metadata(path.name, t0, t1, native_file=native_file, extra=metadata)
+    meta = measurement_metadata(
+        path.name,
+        t0,
+        t1,
+        native_file=native_file,
+        chunks_file=None if chunks is None else CHUNKS_FILE,
+        extra=metadata,
+    )
     meta_text = json.dumps(to_tagged_json(meta), allow_nan=False, indent=1)
     config_text = None
     if config is not None:
@@ -438,6 +483,8 @@ def save_measurement(
     for name in existing:
         (path / name).unlink()
     _write_text(path / METRICS_FILE, metrics_text)
+    if chunks is not None:
+        _write_bytes(path / CHUNKS_FILE, chunks)
     if native_state is not None:
         _write_text(path / NATIVE_STATE_FILE, native_state)
     if config_text is not None:
@@ -608,6 +655,8 @@ def load_measurement(
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
+    if metadata.get("chunks_file") == CHUNKS_FILE:
+        metrics["raw_chunk_metrics"] = _read_chunks(directory)
     check_metrics(metrics, str(path))
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
         raise DecodeError(
@@ -615,6 +664,25 @@ def load_measurement(
             f"{METADATA_FILE} ({metadata.get('t0')!r},{metadata.get('t1')!r})"
         )
     return MetricsDict(metrics), t0, t1
+
+
+def _read_chunks(directory: Path) -> list[dict[str, Any]]:
+    """The chunk records of ``chunks.parquet``."""
+    path = directory / CHUNKS_FILE
+    data = read_member(directory, CHUNKS_FILE)
+    from roastcoffea.columnar import read_parquet
+
+    try:
+        with paused_gc():
+            return read_parquet(data)
+    except ImportError:
+        raise DecodeError(
+            f"{path}: reading the chunk records needs pyarrow: pip install 'roastcoffea[plot]'"
+        ) from None
+    except Exception as exc:  # whatever a damaged file makes Arrow raise
+        raise DecodeError(
+            f"{path}: not a file of chunk records: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def load_native(measurement_path: Path | str) -> dict[str, Any] | None:

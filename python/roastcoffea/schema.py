@@ -477,6 +477,7 @@ METADATA = fields(
         "saved_utc": some_text,
         "versions": optional(mapping(text, some_text)),
         "native_file": some_text,
+        "chunks_file": some_text,
         "cluster": optional(mapping(text, plain)),
         "span": optional(mapping(text, plain)),
         "settings": optional(mapping(text, plain)),

@@ -1,0 +1,103 @@
+"""Chunk records, phases and workers as tables; the chunk records' Parquet file, read back."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from measured_run import Measured
+
+from roastcoffea import DecodeError, load_measurement, save_measurement, to_arrow, to_pandas
+from roastcoffea.columnar import read_parquet, records_from_arrow, records_to_arrow, write_parquet
+from roastcoffea.measurement import load_metadata
+
+#: Records of every shape a field may take: mixed types, nesting, absence, None, NaN.
+ODD_RECORDS: list[dict[str, Any]] = [
+    {"n": 1, "x": 1.5, "mixed": 1, "nested": {"a": [1, 2]}, "when": None, "flag": True},
+    {"n": None, "x": math.nan, "mixed": 2.5, "nested": {}, "flag": False, "key": ("f", 0, 10)},
+    {
+        "n": 3,
+        "mixed": "three",
+        "nested": {"b": {"c": None}},
+        "when": datetime(2026, 1, 2, tzinfo=timezone.utc),
+    },
+]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, NaN equal to NaN, and of the same types all the way down."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def test_records_of_every_shape_come_back_exactly() -> None:
+    table = records_to_arrow(ODD_RECORDS)
+    assert table.schema.field("n").type == "int64" and table.schema.field("x").type == "double"
+    assert table.schema.field("mixed").type == "string"  # mixed types: tagged JSON text
+    assert same(records_from_arrow(table), ODD_RECORDS)
+    assert same(read_parquet(write_parquet(ODD_RECORDS)), ODD_RECORDS)
+
+
+def test_a_table_not_written_by_roastcoffea_is_refused() -> None:
+    other = pd.DataFrame({"a": [1, 2]})
+    with pytest.raises(ValueError, match="not a table of roastcoffea records"):
+        records_from_arrow(pa.Table.from_pandas(other))
+
+
+def test_the_saved_chunk_records_are_a_parquet_file_read_back_exactly(
+    measured: Measured, tmp_path: Path
+) -> None:
+    metrics, t0, t1 = load_measurement(measured.path)
+    assert load_metadata(measured.path)["chunks_file"] == "chunks.parquet"
+    records = measured.metrics["raw_chunk_metrics"]
+    assert same(metrics["raw_chunk_metrics"], records)
+    # A physicist reads the file with pyarrow or pandas directly, one row per chunk.
+    table = pq.read_table(measured.path / "chunks.parquet")
+    assert table.num_rows == len(records) == measured.metrics["num_chunks"]
+    assert table.column("num_events").to_pylist() == [r["num_events"] for r in records]
+    # And the metrics file no longer carries them.
+    assert "raw_chunk_metrics" not in (measured.path / "metrics.json").read_text()
+    again = save_measurement(dict(metrics), t0, t1, tmp_path, "again")
+    assert same(dict(load_measurement(again)[0]), dict(metrics))
+
+
+def test_a_damaged_parquet_file_is_one_error_naming_it(measured: Measured, tmp_path: Path) -> None:
+    metrics, t0, t1 = load_measurement(measured.path)
+    path = save_measurement(dict(metrics), t0, t1, tmp_path, "damaged")
+    (path / "chunks.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(DecodeError, match=r"chunks\.parquet: not a file of chunk records"):
+        load_measurement(path)
+
+
+def test_the_three_tables_have_a_row_per_chunk_task_and_worker(measured: Measured) -> None:
+    metrics = measured.metrics
+    chunks = to_pandas(metrics)
+    assert len(chunks) == metrics["num_chunks"]
+    assert chunks["num_events"].sum() == metrics["total_events"]
+    assert chunks.groupby("dataset")["num_events"].sum().to_dict() == {
+        d: row["total_events"] for d, row in metrics["per_dataset"].items()
+    }
+    assert "timing.select" in chunks.columns  # a section, spread into its own column
+    phases = to_pandas(metrics, "phases")
+    assert len(phases) == metrics["phase_tasks"]
+    assert phases["wall.user"].sum() == pytest.approx(metrics["phase_wall_seconds"]["user"])
+    workers = to_pandas(metrics, "workers")
+    assert sorted(workers["worker"]) == sorted(metrics["per_worker"])
+    assert workers["tasks"].sum() == sum(r["tasks"] for r in metrics["per_worker"].values())
+    assert to_arrow(metrics, "workers").num_rows == len(workers)
+    assert measured.collector.to_pandas("phases").shape == phases.shape
+    with pytest.raises(ValueError, match="no table 'files'"):
+        to_pandas(metrics, "files")  # type: ignore[arg-type]
