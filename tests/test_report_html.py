@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import io
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser import run_chromium
 from distributed import Client
 from matplotlib.image import imread
 from measured_run import Measured
@@ -365,34 +364,6 @@ window.addEventListener("load", () => {
   document.body.setAttribute("data-checked", String(document.images.length));
 });
 </script>"""
-
-
-def chromium() -> str:
-    """The Chromium binary; the test fails (never skips) without it."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail(
-            "chromium is not installed (Debian package 'chromium'); it is a test dependency"
-        )
-    return found
-
-
-def run_chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Headless Chromium, as root in a container: no sandbox, no GPU, its own profile."""
-    command = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result
 
 
 def test_chromium_renders_the_report(loaded_report: Report, tmp_path: Path) -> None:

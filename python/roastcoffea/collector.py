@@ -47,7 +47,7 @@ from roastcoffea import _native, config
 from roastcoffea._gc import paused as paused_gc
 from roastcoffea.columnar import Table
 from roastcoffea.compat_0_1_2.collector import CollectorApi012
-from roastcoffea.measurement import NATIVE_STATE_FILE, measurement_metadata
+from roastcoffea.measurement import CHUNKS_FILE, NATIVE_STATE_FILE, measurement_metadata
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.departures import cluster_shape, sort_departures
@@ -725,8 +725,14 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         saved = self.measurement_path
         name = saved.name if saved is not None else Path(path).stem
         native_file = NATIVE_STATE_FILE if saved is not None and self.native_state else None
+        chunks_file = CHUNKS_FILE if saved is not None and (saved / CHUNKS_FILE).exists() else None
         metadata = measurement_metadata(
-            name, self.t_start, self.t_end, native_file=native_file, extra=self._run_metadata()
+            name,
+            self.t_start,
+            self.t_end,
+            native_file=native_file,
+            chunks_file=chunks_file,
+            extra=self._run_metadata(),
         )
         return write_report(path, metrics, metadata, t0=self.t_start, t1=self.t_end, title=title)
 

@@ -710,6 +710,7 @@ _MEASUREMENT_KEYS = (
     ("Elapsed", "elapsed_time_seconds"),
     ("Saved (UTC)", "saved_utc"),
     ("Native Data File", "native_file"),
+    ("Chunk Records File", "chunks_file"),
     ("Layout", "format"),
     ("Schema Version", "schema_version"),
 )

@@ -8,7 +8,9 @@ Its ``start`` builds the native aggregator, points the ``transition`` hook
 straight at the aggregator's C method, starts the sampler, adds the RPC
 handlers ``roastcoffea_snapshot``, ``roastcoffea_flush`` and
 ``roastcoffea_stop``, adds its series to the Prometheus registry that the
-scheduler's ``/metrics`` serves (roastcoffea.plugin.scheduler.prometheus), and installs
+scheduler's ``/metrics`` serves (roastcoffea.plugin.scheduler.prometheus), shows
+its page on the scheduler's dashboard at ``/roastcoffea``
+(roastcoffea.plugin.scheduler.dashboard), and installs
 :class:`RoastWorkerPlugin` on every current and future worker. No hook ever
 raises into Dask: failures are counted in the aggregator (``errors`` of every
 snapshot) and logged at debug level.
@@ -36,6 +38,9 @@ from roastcoffea.plugin.protocol import (
     SNAPSHOT_HANDLER,
     STOP_HANDLER,
 )
+from roastcoffea.plugin.scheduler.dashboard import DashboardData
+from roastcoffea.plugin.scheduler.dashboard import serve as serve_dashboard
+from roastcoffea.plugin.scheduler.dashboard import unserve as unserve_dashboard
 from roastcoffea.plugin.scheduler.prometheus import (
     PrometheusExport,
     available,
@@ -145,6 +150,7 @@ class RoastPlugin(SchedulerPlugin):
             raise TypeError(f"prometheus must be a bool, not {type(prometheus).__name__}")
         self.prometheus = prometheus
         self.export: PrometheusExport | None = None
+        self.dashboard: DashboardData | None = None
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
@@ -238,6 +244,8 @@ class RoastPlugin(SchedulerPlugin):
                 max_workers=bounds["workers"],
             )
             start_export(self.export)
+        self.dashboard = DashboardData(self)
+        serve_dashboard(scheduler, self.dashboard)
         self.sampler.start()
 
     async def close(self) -> None:
@@ -317,8 +325,6 @@ class RoastPlugin(SchedulerPlugin):
         live = self._running.live
         if live is not None and not live.listening:
             live = None
-        if live is None and self.export is None:
-            return
         for entry in msg.get("chunks", ()):
             try:
                 dataset, events, nbytes, duration = read_chunk_totals(entry)
@@ -329,6 +335,8 @@ class RoastPlugin(SchedulerPlugin):
                 live.add_chunk(events, nbytes)
             if self.export is not None:
                 self.export.chunks.add(dataset, events, nbytes, duration)
+            if self.dashboard is not None:
+                self.dashboard.add_chunk(dataset, events, nbytes, duration)
 
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.
@@ -485,6 +493,8 @@ class RoastPlugin(SchedulerPlugin):
         self.placement = None
         if self.export is not None:
             stop_export(self.export)
+        if self.dashboard is not None and self.scheduler is not None:
+            unserve_dashboard(self.scheduler, self.dashboard)
         if self.sampler is not None:
             self.sampler.stop()
         handlers = self.scheduler.handlers if self.scheduler is not None else {}

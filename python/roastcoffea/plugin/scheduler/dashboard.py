@@ -1,0 +1,170 @@
+"""A roastcoffea page on the scheduler's dashboard: ``<dashboard>/roastcoffea``.
+
+Served by the scheduler plugin from the scheduler's own HTTP server, so every
+user of a cluster started with roastcoffea preloaded finds it next to Dask's
+pages. The page (``dashboard.html``, no network needed) reads
+``/roastcoffea/data.json`` every second, as Dask's pages refresh, and shows:
+
+- events/s and MiB/s of the chunks (over the last ten seconds, from the
+  cumulative totals) and the totals since the plugin started;
+- processor against overhead thread time, from the fine-metrics digests: a
+  prefix is the processor's when its tasks carry phase digests;
+- the processor phases per worker (wall seconds) and, per dataset, chunks,
+  events, bytes and mean chunk duration, from the chunk totals the records
+  arrive with (the scheduler decodes no record).
+
+Cumulative since the plugin started, for every run on the cluster, as the
+Prometheus series are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from importlib.resources import files
+from time import time
+from typing import Any
+
+from tornado import web
+
+from roastcoffea import phase_vocabulary as vocab
+from roastcoffea.plugin.scheduler.workers import worker_values
+
+PAGE_ROUTE = r"/roastcoffea/?"
+DATA_ROUTE = r"/roastcoffea/data\.json"
+
+#: Whose thread time: the processor's tasks, or the rest (Dask's overhead).
+ROLES = ("processor", "overhead")
+#: The thread time activities, by what they say of the processor's time.
+_SPLIT = {"thread-cpu": "cpu", "thread-noncpu": "noncpu"}
+
+
+class DashboardData:
+    """What the page shows, kept by a running plugin.
+
+    Parameters
+    ----------
+    plugin : RoastPlugin
+        Its aggregator and scheduler are read at each request.
+    """
+
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin
+        self.started = time()
+        # Per dataset: chunks, events, bytes read, Σ chunk seconds.
+        self.datasets: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+
+    def add_chunk(
+        self, dataset: str | None, events: int, nbytes: int, duration: float | None
+    ) -> None:
+        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`)."""
+        row = self.datasets[str(dataset)]
+        row[0] += 1
+        row[1] += events
+        row[2] += nbytes
+        row[3] += duration or 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The page's data now (JSON-able)."""
+        aggregator = self.plugin.aggregator
+        aggregator.drain()
+        by_prefix = aggregator.digest_totals("execute", "prefix")
+        processor = {p for (p, a, _) in by_prefix if a == vocab.TASKS_ACTIVITY}
+        split = {role: dict.fromkeys(("cpu", "noncpu", "other"), 0.0) for role in ROLES}
+        for (prefix, activity, unit), value in by_prefix.items():
+            if unit == "seconds":
+                role = "processor" if prefix in processor else "overhead"
+                split[role][_SPLIT.get(activity, "other")] += value
+        phases: dict[str, dict[str, float]] = defaultdict(dict)
+        for (worker, activity, unit), value in aggregator.digest_totals(
+            "execute", "worker"
+        ).items():
+            phase = _PHASE_OF.get(activity)
+            if phase is not None and unit == vocab.WALL:
+                phases[worker][phase] = value
+        workers = {}
+        for address, ws in list(self.plugin.scheduler.workers.items()):
+            values = worker_values(ws)
+            workers[address] = {"memory": values[0], "cpu": values[7]}
+        datasets = {
+            name: {"chunks": c, "events": e, "bytes": b, "seconds": s}
+            for name, (c, e, b, s) in sorted(self.datasets.items())
+        }
+        return {
+            "time": time(),
+            "started": self.started,
+            "chunks": sum(d["chunks"] for d in datasets.values()),
+            "events": sum(d["events"] for d in datasets.values()),
+            "bytes": sum(d["bytes"] for d in datasets.values()),
+            "datasets": datasets,
+            "processor_prefixes": sorted(processor),
+            "thread_seconds": split,
+            "phases": list(vocab.PHASES),
+            "phases_per_worker": dict(phases),
+            "workers": workers,
+        }
+
+
+#: The phase of each phase activity.
+_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
+
+
+#: Attribute of the scheduler's HTTP application holding the running plugin's data.
+_CURRENT = "roastcoffea_dashboard"
+
+
+class _PluginHandler(web.RequestHandler):
+    def running(self) -> DashboardData | None:
+        """The running plugin's data; None, and a 404 saying so, when none runs."""
+        data = getattr(self.application, _CURRENT, None)
+        if data is not None:
+            return data
+        self.set_status(404)
+        self.write("roastcoffea: the plugin is not running on this scheduler")
+        return None
+
+
+class PageHandler(_PluginHandler):
+    def get(self) -> None:
+        if self.running() is not None:
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.write(files(__package__).joinpath("dashboard.html").read_text(encoding="utf-8"))
+
+
+class DataHandler(_PluginHandler):
+    def get(self) -> None:
+        data = self.running()
+        if data is None:
+            return
+        try:
+            body = json.dumps(data.snapshot(), allow_nan=False)
+        except Exception:
+            data.plugin._count_error("dashboard")
+            self.set_status(500)
+            self.write("roastcoffea: the dashboard's data failed (counted in monitoring errors)")
+            return
+        self.set_header("Content-Type", "application/json")
+        self.set_header("Cache-Control", "no-store")
+        self.write(body)
+
+
+def serve(scheduler: Any, data: DashboardData) -> bool:
+    """Show ``data`` on the scheduler's HTTP server; False when it has none.
+
+    The routes are added once per server; a plugin registered again takes
+    the page over.
+    """
+    application = getattr(scheduler, "http_application", None)
+    if application is None:
+        return False
+    if not hasattr(application, _CURRENT):
+        application.add_handlers(r".*$", [(DATA_ROUTE, DataHandler), (PAGE_ROUTE, PageHandler)])
+    setattr(application, _CURRENT, data)
+    return True
+
+
+def unserve(scheduler: Any, data: DashboardData) -> None:
+    """Stop showing ``data`` (the page then says the plugin is not running)."""
+    application = getattr(scheduler, "http_application", None)
+    if getattr(application, _CURRENT, None) is data:
+        setattr(application, _CURRENT, None)

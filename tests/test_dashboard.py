@@ -1,0 +1,96 @@
+"""The roastcoffea page on the scheduler's dashboard, read by headless Chromium on a live cluster.
+
+A private cluster (so the page's totals since the plugin started are this run's alone) runs
+the measured coffea analysis; the page, as the browser renders it after its scripts ran,
+must show that run's events, chunks and datasets as coffea's report and the collector give
+them, the processor's and the overhead's thread time as the collector computed them, and a
+row of phases for every worker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import run_chromium
+from measured_run import measure
+
+from roastcoffea import RoastPlugin
+from roastcoffea.units import format_bytes, format_time
+
+#: A private cluster of its own.
+pytestmark = pytest.mark.cluster
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def text_of(dom: str, element_id: str) -> str:
+    match = re.search(rf'id="{element_id}"><b>([^<]*)</b>', dom)
+    assert match is not None, element_id
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, cms_data: Path) -> Any:
+    from conftest import local_cluster
+    from distributed import Client
+
+    with local_cluster() as cluster, Client(cluster) as client:
+        client.register_plugin(RoastPlugin())
+        measured = measure(client, cms_data, tmp_path_factory.mktemp("dashboard"))
+        base = client.dashboard_link.rsplit("/", 1)[0] + "/roastcoffea"
+        status, body = get(base + "/data.json")
+        assert status == 200, body
+        dom = run_chromium(
+            tmp_path_factory.mktemp("profile"), "--virtual-time-budget=5000", "--dump-dom", base
+        ).stdout
+        yield measured, json.loads(body), dom, base
+    # The cluster is gone: nothing serves the page any more.
+
+
+def test_the_data_are_the_runs_own(served: Any) -> None:
+    measured, data, _, _ = served
+    m = measured.metrics
+    assert (data["events"], data["chunks"]) == (m["total_events"], m["num_chunks"])
+    assert {d: row["events"] for d, row in data["datasets"].items()} == {
+        d: row["total_events"] for d, row in m["per_dataset"].items()
+    }
+    assert data["processor_prefixes"] == m["processor_prefixes"]
+    processor = data["thread_seconds"]["processor"]
+    assert processor["cpu"] == pytest.approx(m["processor_cpu_time_seconds"], rel=1e-9)
+    assert processor["noncpu"] == pytest.approx(m["processor_noncpu_time_seconds"], rel=1e-9)
+    walls = {w: sum(p.values()) for w, p in data["phases_per_worker"].items()}
+    assert sum(walls.values()) == pytest.approx(sum(m["phase_wall_seconds"].values()), rel=1e-9)
+
+
+def test_chromium_shows_the_page_with_the_runs_figures(served: Any) -> None:
+    measured, data, dom, _ = served
+    m = measured.metrics
+    assert text_of(dom, "events-total") == f"{m['total_events']:,}"
+    assert text_of(dom, "chunks-total") == f"{m['num_chunks']:,}"
+    assert text_of(dom, "bytes-total") == format_bytes(data["bytes"])
+    status = re.search(r'id="status">([^<]*)<', dom)
+    assert status is not None and status.group(1).startswith("updated "), status
+    for dataset, row in m["per_dataset"].items():
+        assert f'<td>{dataset}</td><td class="n">{row["num_chunks"]}</td>' in dom
+    for worker in data["phases_per_worker"]:
+        assert f'<td class="worker">{worker}</td>' in dom
+    seconds = sum(data["thread_seconds"]["processor"].values())
+    assert f'<td>processor</td><td class="n">{format_time(seconds)}</td>' in dom
+
+
+def test_the_page_is_the_schedulers_own(served: Any) -> None:
+    _, _, _, base = served
+    status, page = get(base)
+    assert status == 200 and "<title>roastcoffea</title>" in page
+    assert "http://" not in page.replace("http://www.w3.org", "")  # no network needed
