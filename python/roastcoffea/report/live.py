@@ -268,5 +268,5 @@ class LiveView:
 
 
 def dominant_phase(value: tuple[str, float] | None) -> str:
-    """``"user (43 %)"``, or that no task has reported its phases yet."""
-    return "no phase record yet" if value is None else f"{value[0]} ({value[1]:.0f} %)"
+    """``"user (43.2%)"``, or that no task has reported its phases yet."""
+    return "no phase record yet" if value is None else f"{value[0]} ({value[1]:.1f}%)"
