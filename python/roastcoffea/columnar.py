@@ -15,8 +15,9 @@ Three tables, one row each per:
 The Parquet file of a saved measurement holds the chunk records exactly: a
 field whose values all have one plain type (bool, int, float, str; None
 allowed) is a typed column, any other one a column of its values as tagged
-JSON text (:mod:`roastcoffea.measurement`), and ``_absent`` lists the fields a
-record does not have. So :func:`records_from_arrow` gives back the very
+JSON text (:mod:`roastcoffea.measurement`), ``_absent`` lists the fields a
+record does not have and ``_order`` its fields' order where it is not the
+columns'. So :func:`records_from_arrow` gives back the very
 records :func:`records_to_arrow` was given, types included. pandas and pyarrow
 come with the ``coffea`` and ``plot`` extras.
 """
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 
 Table = Literal["chunks", "phases", "workers"]
 
-#: Column of the fields a record lacks.
+#: Column of the fields a record lacks, and of its fields' order when not the columns'.
 ABSENT = "_absent"
+ORDER = "_order"
 #: Plain types a field may have to be a typed column, and their Arrow types' names.
 _PLAIN = {bool: "bool_", int: "int64", float: "float64", str: "string"}
 #: Key of the Parquet file's metadata naming the columns held as tagged JSON text.
@@ -115,6 +117,9 @@ def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Table:
             columns[field] = pa.array(values, getattr(pa, _PLAIN[kind])())
     absent = [[f for f in fields if f not in record] for record in records]
     columns[ABSENT] = pa.array(absent, pa.list_(pa.string()))
+    in_order = [[f for f in fields if f in record] for record in records]
+    order = [None if list(r) == o else list(r) for r, o in zip(records, in_order, strict=True)]
+    columns[ORDER] = pa.array(order, pa.list_(pa.string()))
     metadata = {_JSON_COLUMNS: json.dumps(as_json).encode()}
     return pa.table(columns).replace_schema_metadata(metadata)
 
@@ -130,19 +135,19 @@ def records_from_arrow(table: pa.Table) -> list[dict[str, Any]]:
     from roastcoffea.measurement import from_tagged_json
 
     metadata = table.schema.metadata or {}
-    if _JSON_COLUMNS not in metadata or ABSENT not in table.column_names:
-        raise ValueError("not a table of roastcoffea records (no column list or _absent)")
+    if _JSON_COLUMNS not in metadata or not {ABSENT, ORDER} <= set(table.column_names):
+        raise ValueError("not a table of roastcoffea records (no column list, _absent or _order)")
     as_json = set(json.loads(metadata[_JSON_COLUMNS]))
     records = []
     for row in table.to_pylist():
         absent = set(row.pop(ABSENT) or ())
-        records.append(
-            {
-                field: from_tagged_json(json.loads(value)) if field in as_json else value
-                for field, value in row.items()
-                if field not in absent
-            }
-        )
+        order = row.pop(ORDER)
+        record = {
+            field: from_tagged_json(json.loads(value)) if field in as_json else value
+            for field, value in row.items()
+            if field not in absent
+        }
+        records.append(record if order is None else {field: record[field] for field in order})
     return records
 
 

@@ -13,7 +13,7 @@ A measurement is a directory ``<output_dir>/<name>/`` holding
     The chunk records (``raw_chunk_metrics``), one row per chunk, a column per
     field (:mod:`roastcoffea.columnar`): read them with pandas or pyarrow
     directly. Written when pyarrow is installed and there are records; they
-    are then left out of ``metrics.json`` and ``metadata.json`` names the file.
+    are then null in ``metrics.json`` and ``metadata.json`` names the file.
 ``native_state.json``
     The native engine's tables behind the metrics (workers, tasks, digests, spans,
     series; the records are in ``metrics.json``), when the caller gives them:
@@ -452,8 +452,8 @@ def save_measurement(
     # No indent for the metrics: json's C encoder only writes compact text, and the
     # per-chunk records make this file large.
     chunks = _chunks_parquet(metrics.get("raw_chunk_metrics"))
-    if chunks is not None:
-        metrics = {k: v for k, v in metrics.items() if k != "raw_chunk_metrics"}
+    if chunks is not None:  # their place in metrics.json kept, empty
+        metrics = {**metrics, "raw_chunk_metrics": None}
     with paused_gc():
         metrics_text = json.dumps(
             {
@@ -655,7 +655,7 @@ def load_measurement(
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
-    if metadata.get("chunks_file") == CHUNKS_FILE:
+    if metadata.get("chunks_file") == CHUNKS_FILE and metrics.get("raw_chunk_metrics") is None:
         metrics["raw_chunk_metrics"] = _read_chunks(directory)
     check_metrics(metrics, str(path))
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
