@@ -71,6 +71,10 @@ def test_the_data_are_the_runs_own(served: Any) -> None:
     assert processor["noncpu"] == pytest.approx(m["processor_noncpu_time_seconds"], rel=1e-9)
     walls = {w: sum(p.values()) for w, p in data["phases_per_worker"].items()}
     assert sum(walls.values()) == pytest.approx(sum(m["phase_wall_seconds"].values()), rel=1e-9)
+    # Per dataset, the digests' walls equal the phase records' (an independent path).
+    for dataset, phases in m["phase_per_dataset"].items():
+        for phase, seconds in phases.items():
+            assert data["phases_per_dataset"][dataset][phase] == pytest.approx(seconds, rel=1e-9)
 
 
 def test_chromium_shows_the_page_with_the_runs_figures(served: Any) -> None:
@@ -85,6 +89,8 @@ def test_chromium_shows_the_page_with_the_runs_figures(served: Any) -> None:
         assert f'<td>{dataset}</td><td class="n">{row["num_chunks"]}</td>' in dom
     for worker in data["phases_per_worker"]:
         assert f'<td class="worker">{worker}</td>' in dom
+    for dataset in m["phase_per_dataset"]:
+        assert f'<td class="dataset">{dataset}</td>' in dom
     seconds = sum(data["thread_seconds"]["processor"].values())
     assert f'<td>processor</td><td class="n">{format_time(seconds)}</td>' in dom
 

@@ -9,7 +9,8 @@ pages. The page (``dashboard.html``, no network needed) reads
   cumulative totals) and the totals since the plugin started;
 - processor against overhead thread time, from the fine-metrics digests: a
   prefix is the processor's when its tasks carry phase digests;
-- the processor phases per worker (wall seconds) and, per dataset, chunks,
+- the processor phases per worker and per dataset (wall seconds; a task's
+  digests come with the dataset of its work item) and, per dataset, chunks,
   events, bytes and mean chunk duration, from the chunk totals the records
   arrive with (the scheduler decodes no record).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from importlib.resources import files
 from time import time
 from typing import Any
@@ -51,8 +53,9 @@ class DashboardData:
     def __init__(self, plugin: Any) -> None:
         self.plugin = plugin
         self.started = time()
-        # Per dataset: chunks, events, bytes read, Σ chunk seconds.
+        # Per dataset: chunks, events, bytes read, Σ chunk seconds; its tasks' phase walls.
         self.datasets: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+        self.dataset_phases: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
 
     def add_chunk(
         self, dataset: str | None, events: int, nbytes: int, duration: float | None
@@ -63,6 +66,16 @@ class DashboardData:
         row[1] += events
         row[2] += nbytes
         row[3] += duration or 0.0
+
+    def add_phases(
+        self, dataset: str, labels: Sequence[tuple[str, str]], values: Sequence[float]
+    ) -> None:
+        """Add one task's phase wall seconds (its digests) to its dataset's."""
+        phases = self.dataset_phases[dataset]
+        for (activity, unit), value in zip(labels, values, strict=False):
+            phase = _PHASE_OF.get(activity)
+            if phase is not None and unit == vocab.WALL:
+                phases[phase] += value
 
     def snapshot(self) -> dict[str, Any]:
         """The page's data now (JSON-able)."""
@@ -101,6 +114,7 @@ class DashboardData:
             "thread_seconds": split,
             "phases": list(vocab.PHASES),
             "phases_per_worker": dict(phases),
+            "phases_per_dataset": {d: dict(p) for d, p in sorted(self.dataset_phases.items())},
             "workers": workers,
         }
 

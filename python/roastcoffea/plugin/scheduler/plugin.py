@@ -341,16 +341,19 @@ class RoastPlugin(SchedulerPlugin):
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.
 
-        ``entry`` is ``[span, prefix, output measured, [codec, ...], [value, ...]]``
-        (the worker's ``_phases_entry``); the values are labelled as
+        ``entry`` is ``[span, prefix, output measured, [codec, ...], [value, ...],
+        dataset]`` (the worker's ``_phases_entry``); the values are labelled as
         :func:`~roastcoffea.phase_vocabulary.digest_labels` says. Counted when malformed.
         """
         try:
-            span, prefix, output_measured, codecs, values = entry
+            span, prefix, output_measured, codecs, values, dataset = entry
             labels = digest_labels((bool(output_measured), tuple(codecs)))
             self.aggregator.add_digests(worker, "execute", span, prefix, labels, values)
         except (TypeError, ValueError):
             self._count_error("phase_digests")
+            return
+        if self.dashboard is not None and isinstance(dataset, str):
+            self.dashboard.add_phases(dataset, labels, values)
 
     def update_graph(self, scheduler: Any, *, annotations: Any = None, **kwargs: Any) -> None:
         """Place a run's new tasks that Dask grouped under another span (Dask hook).

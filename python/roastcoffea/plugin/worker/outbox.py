@@ -206,7 +206,7 @@ class Outbox:
         batch: list[bytes] = []
         chunks: list[list[Any]] = []
         phase_records = 0
-        span = None
+        span = dataset = None
         for record, source, own_bytes in entries:
             to_scheduler_clock(record, delay)
             is_phases = record.get("kind") == "phases"
@@ -219,9 +219,10 @@ class Outbox:
             span = record.get("span")
             if is_phases:
                 phase_records += 1
+                dataset = record.get("dataset")
             else:
                 chunks.append(chunk_totals(record))
-        phases = [] if digests is None else [_phases_entry(digests)]
+        phases = [] if digests is None else [_phases_entry(digests, dataset)]
         if (batch or phases) and self.queue(
             batch, span if isinstance(span, str) else None, chunks, phases
         ):
@@ -312,11 +313,13 @@ class Outbox:
         return True
 
 
-def _phases_entry(digests: TaskDigests) -> list[Any]:
+def _phases_entry(digests: TaskDigests, dataset: Any) -> list[Any]:
     """A task's phase digests as the record message carries them:
-    ``[span, prefix, output measured, [codec, ...], [value, ...]]``."""
+    ``[span, prefix, output measured, [codec, ...], [value, ...], dataset]`` (the
+    dataset of its phase record, None without one)."""
     (span, prefix), ((output_measured, codecs), values) = digests
-    return [span, prefix, output_measured, list(codecs), values]
+    dataset = dataset if isinstance(dataset, str) else None
+    return [span, prefix, output_measured, list(codecs), values, dataset]
 
 
 def _unencodable_field(record: dict[str, Any]) -> str | None:
