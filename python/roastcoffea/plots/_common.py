@@ -233,9 +233,10 @@ def caption(ax: Axes, text: str) -> None:
     )
 
 
-def distinct_values(*values: float) -> list[str]:
-    """``values`` written with the fewest significant figures (at least 3) that tell them apart."""
-    for digits in range(3, 10):
+def distinct_values(*values: float, least: int = 3) -> list[str]:
+    """``values`` written with the fewest significant figures (at least ``least``) that tell
+    them apart."""
+    for digits in range(least, 10):
         texts = [f"{v:,.{digits}g}" for v in values]
         if len(set(texts)) == len(set(values)):
             return texts

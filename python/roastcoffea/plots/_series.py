@@ -354,7 +354,8 @@ def draw_distribution(
     if common.degenerate(values):
         ends = (float(values.min()), float(values.max()))
         if write is None:
-            low, high = (f"{v}{unit}" for v in common.distinct_values(*ends))
+            # Four figures at least: the ends of a narrow range, not their rounding.
+            low, high = (f"{v}{unit}" for v in common.distinct_values(*ends, least=4))
         else:
             low, high = (write(v) for v in ends)
         what = f"{len(values)} {counted}" if len(values) > 1 else f"1 {counted.rstrip('s')}"
