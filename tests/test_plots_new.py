@@ -117,7 +117,8 @@ def test_breakdown_bars_are_the_four_times(metrics: dict[str, Any]) -> None:
     assert [p.get_y() for p in noncpu] == pytest.approx([proc_cpu, over_cpu])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["processor", "overhead"]
     shown = texts(ax)
-    assert f"{100 * (proc_cpu + proc_noncpu) / total:.1f}%)" in " ".join(shown)
+    processor = proc_cpu + proc_noncpu
+    assert f"{format_time(processor)} ({100 * processor / total:.1f}%)" in shown
     assert f"{100 * proc_cpu / total:.1f}%" in shown
     assert ax.get_ylabel() == "thread time (s)"
 

@@ -215,7 +215,7 @@ def plot_processor_overhead_breakdown(
         ax.bar_label(container, labels=shares, label_type="center", fontsize=9)
     for x, height in enumerate(cpu + noncpu):
         ax.annotate(
-            f"{height:.3g} s ({100 * height / total:.1f}%)",
+            f"{format_time(height)} ({100 * height / total:.1f}%)",
             (x, height),
             xytext=(0, 4),
             textcoords="offset points",
