@@ -71,6 +71,12 @@ def test_the_data_are_the_runs_own(served: Any) -> None:
     assert processor["noncpu"] == pytest.approx(m["processor_noncpu_time_seconds"], rel=1e-9)
     walls = {w: sum(p.values()) for w, p in data["phases_per_worker"].items()}
     assert sum(walls.values()) == pytest.approx(sum(m["phase_wall_seconds"].values()), rel=1e-9)
+    # The run's own row: its chunks and events, its phases adding up to the collector's.
+    (run,) = data["runs"]
+    assert run["span"] == measured.collector.span_id and run["name"].endswith("coffea-processing")
+    assert (run["chunks"], run["events"], run["done"]) == (m["num_chunks"], m["total_events"], True)
+    for phase, seconds in m["phase_wall_seconds"].items():
+        assert run["phases"].get(phase, 0.0) == pytest.approx(seconds, rel=1e-9, abs=1e-12)
     # Per dataset, the digests' walls equal the phase records' (an independent path).
     for dataset, phases in m["phase_per_dataset"].items():
         for phase, seconds in phases.items():
@@ -91,6 +97,12 @@ def test_chromium_shows_the_page_with_the_runs_figures(served: Any) -> None:
         assert f'<td class="worker">{worker}</td>' in dom
     for dataset in m["phase_per_dataset"]:
         assert f'<td class="dataset">{dataset}</td>' in dom
+    span = measured.collector.span_id
+    assert re.search(
+        rf'<td class="run" data-span="{span}">[^<]*coffea-processing {span[:8]}</td>'
+        rf'<td>done</td><td class="n">{m["num_chunks"]}</td>',
+        dom,
+    ), "the run's row"
     seconds = sum(data["thread_seconds"]["processor"].values())
     assert f'<td>processor</td><td class="n">{format_time(seconds)}</td>' in dom
 
@@ -100,3 +112,16 @@ def test_the_page_is_the_schedulers_own(served: Any) -> None:
     status, page = get(base)
     assert status == 200 and "<title>roastcoffea</title>" in page
     assert "http://" not in page.replace("http://www.w3.org", "")  # no network needed
+
+
+def test_the_page_keeps_the_latest_runs_and_each_runs_own_totals() -> None:
+    from roastcoffea.plugin.scheduler.dashboard import MAX_RUNS, DashboardData
+
+    data = DashboardData(plugin=None)
+    for n in range(MAX_RUNS + 5):
+        data.add_chunk("ds", events=10 * n, nbytes=n, duration=0.1, span=f"run-{n}")
+    data.add_phases("ds", [("phase:user", "wall-seconds")], [2.0], span="run-7")  # active again
+    assert len(data.runs) == MAX_RUNS
+    assert list(data.runs)[-1] == "run-7" and "run-0" not in data.runs
+    assert data.runs["run-24"].events == 240 and data.runs["run-7"].phases == {"user": 2.0}
+    assert data.datasets["ds"][1] == sum(10 * n for n in range(MAX_RUNS + 5))  # all counted

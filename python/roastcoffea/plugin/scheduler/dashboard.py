@@ -15,7 +15,10 @@ pages. The page (``dashboard.html``, no network needed) reads
   arrive with (the scheduler decodes no record).
 
 Cumulative since the plugin started, for every run on the cluster, as the
-Prometheus series are.
+Prometheus series are; and per run (a collector's span, the latest
+:data:`MAX_RUNS`): its chunks, events, bytes, phases and event rate (its events
+over the time from its first record's arrival to its last's), and whether Dask
+says its span is done, so each running collector has its own row.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib.resources import files
 from time import time
 from typing import Any
@@ -30,6 +34,7 @@ from typing import Any
 from tornado import web
 
 from roastcoffea import phase_vocabulary as vocab
+from roastcoffea.plugin.dask_versions import spans_extension
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 PAGE_ROUTE = r"/roastcoffea/?"
@@ -56,26 +61,59 @@ class DashboardData:
         # Per dataset: chunks, events, bytes read, Σ chunk seconds; its tasks' phase walls.
         self.datasets: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
         self.dataset_phases: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        # Per run (its span), the latest MAX_RUNS: the same totals, and when it was active.
+        self.runs: dict[str, RunTotals] = {}
 
     def add_chunk(
-        self, dataset: str | None, events: int, nbytes: int, duration: float | None
+        self,
+        dataset: str | None,
+        events: int,
+        nbytes: int,
+        duration: float | None,
+        span: str | None = None,
     ) -> None:
-        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`)."""
+        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`) of a run."""
         row = self.datasets[str(dataset)]
         row[0] += 1
         row[1] += events
         row[2] += nbytes
         row[3] += duration or 0.0
+        if span is not None:
+            run = self._run(span)
+            run.chunks += 1
+            run.events += events
+            run.bytes += nbytes
 
     def add_phases(
-        self, dataset: str, labels: Sequence[tuple[str, str]], values: Sequence[float]
+        self,
+        dataset: str | None,
+        labels: Sequence[tuple[str, str]],
+        values: Sequence[float],
+        span: str | None = None,
     ) -> None:
-        """Add one task's phase wall seconds (its digests) to its dataset's."""
-        phases = self.dataset_phases[dataset]
-        for (activity, unit), value in zip(labels, values, strict=False):
-            phase = _PHASE_OF.get(activity)
-            if phase is not None and unit == vocab.WALL:
-                phases[phase] += value
+        """Add one task's phase wall seconds (its digests) to its dataset's and run's."""
+        walls = [
+            (_PHASE_OF[activity], value)
+            for (activity, unit), value in zip(labels, values, strict=False)
+            if unit == vocab.WALL and activity in _PHASE_OF
+        ]
+        for totals in (
+            None if dataset is None else self.dataset_phases[dataset],
+            None if span is None else self._run(span).phases,
+        ):
+            if totals is not None:
+                for phase, value in walls:
+                    totals[phase] += value
+
+    def _run(self, span: str) -> RunTotals:
+        """The totals of the run of ``span``, made active now; the oldest run beyond
+        MAX_RUNS is dropped."""
+        run = self.runs.pop(span, None) or RunTotals(first=time())
+        run.last = time()
+        self.runs[span] = run  # the most recently active last
+        if len(self.runs) > MAX_RUNS:
+            del self.runs[next(iter(self.runs))]
+        return run
 
     def snapshot(self) -> dict[str, Any]:
         """The page's data now (JSON-able)."""
@@ -115,8 +153,42 @@ class DashboardData:
             "phases": list(vocab.PHASES),
             "phases_per_worker": dict(phases),
             "phases_per_dataset": {d: dict(p) for d, p in sorted(self.dataset_phases.items())},
+            "runs": [self._run_row(span, run) for span, run in reversed(self.runs.items())],
             "workers": workers,
         }
+
+    def _run_row(self, span: str, run: RunTotals) -> dict[str, Any]:
+        """A run's totals, with its span's name and whether Dask says it is done."""
+        found = getattr(spans_extension(self.plugin.scheduler), "spans", {}).get(span)
+        name = "/".join(found.name) if found is not None else "(span gone)"
+        done = bool(found.done) if found is not None else None
+        return {
+            "span": span,
+            "name": name,
+            "done": done,
+            "first": run.first,
+            "last": run.last,
+            "chunks": run.chunks,
+            "events": run.events,
+            "bytes": run.bytes,
+            "phases": dict(run.phases),
+        }
+
+
+#: Runs the page keeps totals of (the most recently active ones).
+MAX_RUNS = 20
+
+
+@dataclass
+class RunTotals:
+    """One run's chunks, events, bytes read and phase walls, and when it was active."""
+
+    first: float
+    last: float = 0.0
+    chunks: int = 0
+    events: int = 0
+    bytes: int = 0
+    phases: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 #: The phase of each phase activity.

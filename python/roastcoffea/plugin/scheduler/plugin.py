@@ -336,7 +336,7 @@ class RoastPlugin(SchedulerPlugin):
             if self.export is not None:
                 self.export.chunks.add(dataset, events, nbytes, duration)
             if self.dashboard is not None:
-                self.dashboard.add_chunk(dataset, events, nbytes, duration)
+                self.dashboard.add_chunk(dataset, events, nbytes, duration, span)
 
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.
@@ -352,8 +352,13 @@ class RoastPlugin(SchedulerPlugin):
         except (TypeError, ValueError):
             self._count_error("phase_digests")
             return
-        if self.dashboard is not None and isinstance(dataset, str):
-            self.dashboard.add_phases(dataset, labels, values)
+        if self.dashboard is not None:
+            self.dashboard.add_phases(
+                dataset if isinstance(dataset, str) else None,
+                labels,
+                values,
+                span if isinstance(span, str) else None,
+            )
 
     def update_graph(self, scheduler: Any, *, annotations: Any = None, **kwargs: Any) -> None:
         """Place a run's new tasks that Dask grouped under another span (Dask hook).
