@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,11 @@ def test_a_preloaded_scheduler_monitors_every_worker(
         assert late_address in digest_workers and digest_workers <= set(joined)
         departed = [w["address"] for w in mc.retired_workers + mc.lost_workers]
         assert departed == [late_address]
+        # The preloaded plugin shows its page on the scheduler's dashboard, for every client.
+        page = client.dashboard_link.rsplit("/", 1)[0] + "/roastcoffea"
+        with urllib.request.urlopen(page + "/data.json", timeout=30) as response:
+            data = json.load(response)
+        assert set(data["workers"]) == set(first)
 
 
 #: Two analysts' runs: (processor class, datasets, chunks, events) each; chunks of 10 events.
