@@ -61,7 +61,7 @@ from roastcoffea.plugin.client.session import (
     open_session,
 )
 from roastcoffea.records import decode_records, drain_local_records, records_by_kind
-from roastcoffea.report.live import LiveView, is_terminal
+from roastcoffea.report.live import LiveView, is_terminal, largest_share
 from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
 
 if TYPE_CHECKING:
@@ -413,8 +413,6 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             for phase, seconds in (record.get("wall") or {}).items():
                 if isinstance(seconds, (int, float)):
                     phases[phase] = phases.get(phase, 0.0) + seconds
-        spent = sum(phases.values())
-        top = max(phases, key=phases.__getitem__) if spent > 0 else None
         rows = [r for r in self.snapshot["tasks"] if r.get("span") in self.span_ids]
         shape = self.cluster_shape()
         return {
@@ -424,7 +422,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             "transitions_per_s": None,
             "workers": shape.get("workers") or 0,
             "memory_bytes": None,
-            "dominant_phase": None if top is None else (top, 100 * phases[top] / spent),
+            "dominant_phase": largest_share(phases),
             "tasks": sum(int(r.get("tasks", 0)) for r in rows),
             "erred": sum(int(r.get("erred", 0)) for r in rows),
             "chunks": len(good) if good else len(self.phase_records),

@@ -278,16 +278,14 @@ def _chunks_parquet(records: Any) -> bytes | None:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, so a crash leaves no half file."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a crash leaves no half file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    _write_bytes(path, text.encode("utf-8"))
 
 
 def _package_versions() -> dict[str, str | None]:

@@ -14,6 +14,8 @@ PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
 # digests them under these activities and units, the metrics read them back.
 #: Activity label of a phase, and of a codec's share of ``decompress``.
 PHASE_ACTIVITY, CODEC_ACTIVITY = "phase:{}", "decompress:{}"
+#: The phase each phase activity is of: ``{"phase:open": "open", ...}``.
+PHASE_OF_ACTIVITY = {PHASE_ACTIVITY.format(p): p for p in PHASES}
 #: Activities counting the measured tasks, those whose output was measured, and the
 #: clock's own cost (its switches, and their estimated seconds).
 TASKS_ACTIVITY, OUTPUTS_ACTIVITY, CLOCK_ACTIVITY = "phase-tasks", "phase-outputs", "phase-clock"

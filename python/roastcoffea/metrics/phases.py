@@ -136,15 +136,11 @@ def _put_rate(out: Metrics, key: str, amount: float, seconds: float, reason: str
         out.missing(key, reason)
 
 
-#: The phase of each phase activity.
-_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
-
-
 def _per_worker(rows: Rows) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for (worker, activity, unit), value in rows.items():
-        if unit == vocab.WALL and activity in _PHASE_OF:
-            table[worker][_PHASE_OF[activity]] = value
+        if unit == vocab.WALL and activity in vocab.PHASE_OF_ACTIVITY:
+            table[worker][vocab.PHASE_OF_ACTIVITY[activity]] = value
     return {w: {p: phases[p] for p in vocab.PHASES if p in phases} for w, phases in table.items()}
 
 

@@ -211,15 +211,11 @@ class LiveView:
             rates["transitions_per_s"] = recent[-1]["transitions_per_s"]
         memory = [w.get("memory") for w in workers.values() if isinstance(w, dict)]
         known = [m for m in memory if isinstance(m, (int, float))]
-        spent = sum(phases.values())
-        dominant = max(phases, key=lambda p: phases[p]) if spent > 0 else None
         return {
             **rates,
             "workers": len(workers),
             "memory_bytes": sum(known) if known else None,
-            "dominant_phase": None
-            if dominant is None
-            else (dominant, 100 * phases[dominant] / spent),
+            "dominant_phase": largest_share(phases),
             **totals,
             "elapsed": time.perf_counter() - self._started_at,
         }
@@ -265,6 +261,15 @@ class LiveView:
         table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed))
         table.add_row("Dominant phase", dominant_phase(s["dominant_phase"]), "", "")
         return Panel(table, title=self._title, expand=False)
+
+
+def largest_share(phases: Mapping[str, float]) -> tuple[str, float] | None:
+    """The phase with the most seconds and its % of them all; None before any second."""
+    spent = sum(phases.values())
+    if spent <= 0:
+        return None
+    top = max(phases, key=phases.__getitem__)
+    return top, 100 * phases[top] / spent
 
 
 def dominant_phase(value: tuple[str, float] | None) -> str:

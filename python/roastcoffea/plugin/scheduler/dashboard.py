@@ -35,6 +35,7 @@ from tornado import web
 
 from roastcoffea import phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import spans_extension
+from roastcoffea.plugin.scheduler.prometheus import ChunkTotals
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 PAGE_ROUTE = r"/roastcoffea/?"
@@ -53,36 +54,25 @@ class DashboardData:
     ----------
     plugin : RoastPlugin
         Its aggregator and scheduler are read at each request.
+    chunks : ChunkTotals
+        The plugin's chunk totals per dataset, whose labels the phases per
+        dataset share (bounded as the Prometheus series are).
     """
 
-    def __init__(self, plugin: Any) -> None:
+    def __init__(self, plugin: Any, chunks: ChunkTotals) -> None:
         self.plugin = plugin
+        self.chunks = chunks
         self.started = time()
-        # Per dataset: chunks, events, bytes read, Σ chunk seconds; its tasks' phase walls.
-        self.datasets: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
         self.dataset_phases: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        # Per run (its span), the latest MAX_RUNS: the same totals, and when it was active.
+        # Per run (its span), the latest MAX_RUNS: its totals, and when it was active.
         self.runs: dict[str, RunTotals] = {}
 
-    def add_chunk(
-        self,
-        dataset: str | None,
-        events: int,
-        nbytes: int,
-        duration: float | None,
-        span: str | None = None,
-    ) -> None:
-        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`) of a run."""
-        row = self.datasets[str(dataset)]
-        row[0] += 1
-        row[1] += events
-        row[2] += nbytes
-        row[3] += duration or 0.0
-        if span is not None:
-            run = self._run(span)
-            run.chunks += 1
-            run.events += events
-            run.bytes += nbytes
+    def add_run_chunk(self, span: str, events: int, nbytes: int) -> None:
+        """Count one chunk of the run of ``span`` (its dataset's totals are ``chunks``')."""
+        run = self._run(span)
+        run.chunks += 1
+        run.events += events
+        run.bytes += nbytes
 
     def add_phases(
         self,
@@ -93,12 +83,12 @@ class DashboardData:
     ) -> None:
         """Add one task's phase wall seconds (its digests) to its dataset's and run's."""
         walls = [
-            (_PHASE_OF[activity], value)
+            (vocab.PHASE_OF_ACTIVITY[activity], value)
             for (activity, unit), value in zip(labels, values, strict=False)
-            if unit == vocab.WALL and activity in _PHASE_OF
+            if unit == vocab.WALL and activity in vocab.PHASE_OF_ACTIVITY
         ]
         for totals in (
-            None if dataset is None else self.dataset_phases[dataset],
+            None if dataset is None else self.dataset_phases[self.chunks.label(dataset)],
             None if span is None else self._run(span).phases,
         ):
             if totals is not None:
@@ -130,16 +120,22 @@ class DashboardData:
         for (worker, activity, unit), value in aggregator.digest_totals(
             "execute", "worker"
         ).items():
-            phase = _PHASE_OF.get(activity)
+            phase = vocab.PHASE_OF_ACTIVITY.get(activity)
             if phase is not None and unit == vocab.WALL:
                 phases[worker][phase] = value
         workers = {}
         for address, ws in list(self.plugin.scheduler.workers.items()):
             values = worker_values(ws)
             workers[address] = {"memory": values[0], "cpu": values[7]}
+        c = self.chunks
         datasets = {
-            name: {"chunks": c, "events": e, "bytes": b, "seconds": s}
-            for name, (c, e, b, s) in sorted(self.datasets.items())
+            name: {
+                "chunks": c.chunks[name],
+                "events": c.events[name],
+                "bytes": c.bytes_read[name],
+                "seconds": c.seconds[name],
+            }
+            for name in sorted(c.chunks)
         }
         return {
             "time": time(),
@@ -189,10 +185,6 @@ class RunTotals:
     events: int = 0
     bytes: int = 0
     phases: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-
-
-#: The phase of each phase activity.
-_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
 
 
 #: Attribute of the scheduler's HTTP application holding the running plugin's data.

@@ -50,14 +50,10 @@ def _phase_totals(aggregator: Any) -> dict[str, float]:
     aggregator's digests, as the Prometheus export reads them."""
     totals: dict[str, float] = {}
     for (_, activity, unit), value in aggregator.digest_totals("execute", "worker").items():
-        phase = _PHASE_OF.get(activity)
+        phase = vocab.PHASE_OF_ACTIVITY.get(activity)
         if phase is not None and unit == vocab.WALL:
             totals[phase] = totals.get(phase, 0.0) + value
     return totals
-
-
-#: The phase of each phase activity.
-_PHASE_OF = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
 
 
 class LiveStream:

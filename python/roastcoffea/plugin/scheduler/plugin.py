@@ -42,6 +42,7 @@ from roastcoffea.plugin.scheduler.dashboard import DashboardData
 from roastcoffea.plugin.scheduler.dashboard import serve as serve_dashboard
 from roastcoffea.plugin.scheduler.dashboard import unserve as unserve_dashboard
 from roastcoffea.plugin.scheduler.prometheus import (
+    ChunkTotals,
     PrometheusExport,
     available,
     start_export,
@@ -151,6 +152,7 @@ class RoastPlugin(SchedulerPlugin):
         self.prometheus = prometheus
         self.export: PrometheusExport | None = None
         self.dashboard: DashboardData | None = None
+        self.chunk_totals: ChunkTotals | None = None
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
@@ -229,22 +231,23 @@ class RoastPlugin(SchedulerPlugin):
         scheduler.handlers[SNAPSHOT_HANDLER] = self._handle_snapshot
         scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
         scheduler.handlers[STOP_HANDLER] = self._handle_stop
+        bounds = {
+            name.replace("-", "_"): config.whole_number(
+                f"prometheus-max-{name}", config.setting(f"prometheus-max-{name}"), 1
+            )
+            for name in ("prefixes", "datasets", "activities", "workers")
+        }
+        self.chunk_totals = ChunkTotals(bounds["datasets"])
         if self.prometheus and available():
-            bounds = {
-                name.replace("-", "_"): config.whole_number(
-                    f"prometheus-max-{name}", config.setting(f"prometheus-max-{name}"), 1
-                )
-                for name in ("prefixes", "datasets", "activities", "workers")
-            }
             self.export = PrometheusExport(
                 self,
+                self.chunk_totals,
                 max_prefixes=bounds["prefixes"],
-                max_datasets=bounds["datasets"],
                 max_activities=bounds["activities"],
                 max_workers=bounds["workers"],
             )
             start_export(self.export)
-        self.dashboard = DashboardData(self)
+        self.dashboard = DashboardData(self, self.chunk_totals)
         serve_dashboard(scheduler, self.dashboard)
         self.sampler.start()
 
@@ -333,10 +336,10 @@ class RoastPlugin(SchedulerPlugin):
                 continue
             if live is not None:
                 live.add_chunk(events, nbytes)
-            if self.export is not None:
-                self.export.chunks.add(dataset, events, nbytes, duration)
-            if self.dashboard is not None:
-                self.dashboard.add_chunk(dataset, events, nbytes, duration, span)
+            if self.chunk_totals is not None:
+                self.chunk_totals.add(dataset, events, nbytes, duration)
+            if self.dashboard is not None and span is not None:
+                self.dashboard.add_run_chunk(span, events, nbytes)
 
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.

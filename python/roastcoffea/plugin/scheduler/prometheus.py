@@ -65,10 +65,11 @@ WORKER_GAUGES = (
 
 
 class ChunkTotals:
-    """Per dataset: chunks, events and bytes read; the durations histogram.
+    """Per dataset: chunks, events, bytes read and chunk seconds; the durations histogram.
 
     Fed with the totals every chunk record arrives with, as it arrives (a chunk
-    computed twice counts twice here; a collector counts it once).
+    computed twice counts twice here; a collector counts it once). The plugin
+    keeps one, which the Prometheus export and the dashboard page both read.
 
     Parameters
     ----------
@@ -78,25 +79,31 @@ class ChunkTotals:
 
     def __init__(self, max_datasets: int) -> None:
         self.max_datasets = max_datasets
+        self.labels: set[str] = set()
         self.chunks: dict[str, int] = defaultdict(int)
         self.events: dict[str, int] = defaultdict(int)
         self.bytes_read: dict[str, int] = defaultdict(int)
+        self.seconds: dict[str, float] = defaultdict(float)
         self.buckets = [0] * (len(CHUNK_DURATION_BUCKETS) + 1)  # the last one is +Inf
         self.duration_sum = 0.0
 
     def add(self, dataset: str | None, events: int, nbytes: int, duration: float | None) -> None:
         """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`)."""
-        label = self._label(str(dataset))
+        label = self.label(dataset)
         self.chunks[label] += 1
         self.events[label] += events
         self.bytes_read[label] += nbytes
         if duration is not None:
             self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, duration)] += 1
             self.duration_sum += duration
+            self.seconds[label] += duration
 
-    def _label(self, dataset: str) -> str:
-        if dataset in self.chunks or len(self.chunks) < self.max_datasets:
-            return dataset
+    def label(self, dataset: str | None) -> str:
+        """The dataset's label: its name while fewer than ``max_datasets`` have one."""
+        name = str(dataset)
+        if name in self.labels or len(self.labels) < self.max_datasets:
+            self.labels.add(name)
+            return name
         return FOLDED
 
 
@@ -132,15 +139,17 @@ class PrometheusExport:
     plugin : RoastPlugin
         A started plugin: its aggregator, scheduler and sampler are read at
         each scrape.
-    max_prefixes, max_datasets, max_activities, max_workers : int
-        Bounds of the prefix, dataset, activity and worker label sets.
+    chunks : ChunkTotals
+        The plugin's chunk totals per dataset (their bound is the dataset label set's).
+    max_prefixes, max_activities, max_workers : int
+        Bounds of the prefix, activity and worker label sets.
     """
 
     def __init__(
         self,
         plugin: Any,
+        chunks: ChunkTotals,
         max_prefixes: int,
-        max_datasets: int,
         max_activities: int = 50,
         max_workers: int = 1000,
     ) -> None:
@@ -148,7 +157,7 @@ class PrometheusExport:
         self.max_prefixes = max_prefixes
         self.max_activities = max_activities
         self.max_workers = max_workers
-        self.chunks = ChunkTotals(max_datasets)
+        self.chunks = chunks
         self.prefixes_folded = self.activities_folded = self.workers_folded = 0
 
     def families(self) -> Iterator[Any]:
@@ -202,7 +211,7 @@ class PrometheusExport:
         yield from self._monitoring_families(CounterMetricFamily, GaugeMetricFamily)
 
     def _phase_families(self, counter: Any, by_worker: dict) -> Iterator[Any]:
-        phases = {vocab.PHASE_ACTIVITY.format(p): p for p in vocab.PHASES}
+        phases = vocab.PHASE_OF_ACTIVITY
         for unit, name, what in (
             (vocab.WALL, "phase_wall_seconds", "Wall seconds of the processor phases"),
             (vocab.CPU, "phase_cpu_seconds", "CPU seconds of the processor phases"),
