@@ -48,9 +48,10 @@ def figure_titles(fig: Figure) -> set[str]:
     return titles | {fig.get_suptitle()}
 
 
-def test_catalog_has_the_21_legacy_plots_and_8_new_ones() -> None:
-    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 29
+def test_catalog_has_the_21_legacy_plots_and_9_new_ones() -> None:
+    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 30
     new = {
+        "wall_split",
         "prefix_timeline",
         "dataset_runtimes",
         "processor_overhead_breakdown",

@@ -110,7 +110,12 @@ def test_the_comparison_figure_calls_the_off_cpu_share_by_its_name() -> None:
 
 def test_the_reference_leads_with_the_labels_the_summary_shows() -> None:
     lead = METRICS_DOC.read_text().split("\n## ", 2)[1]
-    shown = {tables.PHASES_TITLE, tables.DIAGNOSIS_TITLE}
+    shown = {
+        tables.PHASES_TITLE,
+        tables.DIAGNOSIS_TITLE,
+        tables.WALL_SPLIT_TITLE,
+        tables.COST_TITLE,
+    }
     for build in BUILDERS:
         table = build(PHASES)
         assert table is not None

@@ -29,6 +29,7 @@ class Link:
         self._lock = threading.Lock()
         self.sent = 0
         self.busy_seconds = 0.0
+        self.own: dict[str, Link] = {}
 
     def send(self, write: Callable[[bytes], object], data: bytes) -> None:
         start = time.perf_counter()
@@ -47,7 +48,7 @@ class Link:
         return self.sent / self.busy_seconds
 
 
-def _handler(root: Path, link: Link) -> type[BaseHTTPRequestHandler]:
+def _handler(root: Path, link: Link, own: dict[str, Link]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -89,16 +90,23 @@ def _handler(root: Path, link: Link) -> type[BaseHTTPRequestHandler]:
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            link.send(self.wfile.write, body)
+            own.get(self.path.lstrip("/"), link).send(self.wfile.write, body)
 
     return Handler
 
 
 @contextmanager
-def serve(root: Path, bytes_per_second: float) -> Iterator[tuple[str, Link]]:
-    """Serve ``root`` at ``http://127.0.0.1:<port>/``; yields the base URL and the link."""
+def serve(
+    root: Path, bytes_per_second: float, own_rates: dict[str, float] | None = None
+) -> Iterator[tuple[str, Link]]:
+    """Serve ``root`` at ``http://127.0.0.1:<port>/``; yields the base URL and the link.
+
+    A file named in ``own_rates`` is served over a link of its own at that rate
+    (``link.own[name]``); the others share the one at ``bytes_per_second``.
+    """
     link = Link(bytes_per_second)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(root, link))
+    link.own = {name: Link(rate) for name, rate in (own_rates or {}).items()}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(root, link, link.own))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         track_time,
     )
     from roastcoffea.measurement import load_measurement, save_measurement
+    from roastcoffea.metrics.regression import compare_costs, regressions_above
     from roastcoffea.plugin import RoastPlugin
 
 try:  # written by setuptools-scm at build time, from the git tags
@@ -44,6 +45,8 @@ except ImportError:  # a source tree that was never built
 _LAZY = {
     "RoastPlugin": "roastcoffea.plugin",
     "MetricsCollector": "roastcoffea.collector",
+    "compare_costs": "roastcoffea.metrics.regression",
+    "regressions_above": "roastcoffea.metrics.regression",
     "load_measurement": "roastcoffea.measurement",
     "save_measurement": "roastcoffea.measurement",
     "to_arrow": "roastcoffea.columnar",
@@ -89,7 +92,9 @@ __all__ = [
     "MetricsCollector",
     "RoastPlugin",
     "__version__",
+    "compare_costs",
     "load_measurement",
+    "regressions_above",
     "save_measurement",
     "to_arrow",
     "to_pandas",

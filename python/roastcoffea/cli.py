@@ -24,6 +24,8 @@ from roastcoffea import __version__
 USAGE_ERROR = 2
 #: Exit status when an output cannot be written.
 OUTPUT_ERROR = 1
+#: Exit status of ``compare --fail-above`` when a marked slow-down is above the limit.
+REGRESSION = 3
 
 
 class CommandError(Exception):
@@ -224,6 +226,14 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--plot", type=Path, default=None, metavar="FILE", help="also save the comparison figure"
     )
+    compare.add_argument(
+        "--fail-above",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help=f"exit {REGRESSION} when a measurement's CPU cost per event of a dataset or "
+        "phase is marked slower than the first's by more than PCT percent",
+    )
     return parser
 
 
@@ -302,7 +312,9 @@ def _compare(args: argparse.Namespace) -> int:
     loaded = [_load(path) for path in args.measurements]
     names = distinct_names([item.path for item in loaded], [item.name for item in loaded])
     rows = compare_metrics([item.metrics for item in loaded])
-    Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(names, rows))
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(comparison_table(names, rows))
+    regressed = _compare_costs(console, loaded, names, args.fail_above)
     if args.plot is not None:
         from roastcoffea.plots.compare import plot_measurement_comparison
 
@@ -315,7 +327,34 @@ def _compare(args: argparse.Namespace) -> int:
             ),
         )
         print(f"comparison figure written to {args.plot}")
+    if regressed:
+        print(f"slower by more than {args.fail_above:g}%: " + "; ".join(regressed))
+        return REGRESSION
     return 0
+
+
+def _compare_costs(
+    console: Any, loaded: list[Loaded], names: list[str], fail_above: float | None
+) -> list[str]:
+    """Print the cost per event of each measurement against the first; the regressions
+    above ``fail_above`` (none when it is None)."""
+    from roastcoffea.metrics.regression import compare_costs, regressions_above
+    from roastcoffea.report.compare import cost_change_table
+
+    regressed = []
+    for item, name in zip(loaded[1:], names[1:], strict=True):
+        try:
+            changes = compare_costs(loaded[0].metrics, item.metrics)
+        except ValueError as exc:
+            if fail_above is not None:
+                message = f"--fail-above cannot compare costs: {exc}"
+                raise CommandError(message, USAGE_ERROR) from None
+            print(f"cost per event not compared: {exc}")
+            continue
+        console.print(cost_change_table(names[0], name, changes))
+        for c in regressions_above(changes, fail_above) if fail_above is not None else []:
+            regressed.append(f"{name}: {c.dataset} {c.phase} {c.change_percent:+.1f}%")
+    return regressed
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -46,6 +46,15 @@ bytes_read_task           the source's ``num_requested_bytes`` when the task
                           left "executing" (file open included), minus
                           ``instrument_bytes``; coffea's ``bytesread`` equals
                           Σ (bytes_read_task + instrument_bytes)
+open_bytes, open_requests the source's ``num_requested_bytes`` and
+                          ``num_requests`` when ``process()`` starts: opening
+                          the file and reading its tree's metadata (coffea
+                          opens the file again for every chunk)
+read_requests_task,       the source's ``num_requests`` and
+read_ranges_task          ``num_requested_chunks`` (byte ranges) when the task
+                          left "executing", less the instrumentation's own
+instrument_requests,      the requests and byte ranges the instrumentation
+instrument_ranges         itself made (its basket headers; 0 or 1 request)
 instrument_bytes          bytes the instrumentation itself requested from the
                           file: 16-byte TKey headers of the accessed baskets
                           whose sizes are not known in this process (one
@@ -98,11 +107,12 @@ coffea ``WorkItem``: the processor tasks, whatever coffea named them.
 Phase record (``kind="phases"``, ``v=1``): one per task the worker plugin's
 phase clock measured (:mod:`roastcoffea.plugin.worker.phases`): ``task_key, prefix,
 worker, span``, the work item's ``dataset, file, entry_start, entry_stop``,
-the worker ``thread``, ``t_start`` (Dask's start of the task, scheduler clock),
-``elapsed`` (s), ``wall`` and ``cpu`` (``{phase: seconds}``, ``output`` None
-when coffea's compression is off), ``read_bytes`` and ``codecs``
-(``{codec: [wall, cpu, bytes in, bytes out]}``). docs/metrics.md, "Processor
-phases", says what each phase covers.
+the worker ``thread``, ``t_start`` and ``t_stop`` (the task's "compute" start and
+stop in Dask's ``startstops``, scheduler clock; ``t_stop`` None when the worker did
+not observe the task's end), ``elapsed`` (s, by the phase clock), ``wall`` and
+``cpu`` (``{phase: seconds}``, ``output`` None when coffea's compression is off),
+``read_bytes`` and ``codecs`` (``{codec: [wall, cpu, bytes in, bytes out]}``).
+docs/metrics.md, "Processor phases", says what each phase covers.
 
 Lost record (``kind="lost"``, ``v=1``): sent by the worker plugin in place of a
 record it could not send (``reason``: the record did not encode, or the plugin

@@ -269,7 +269,8 @@ CHUNK_TIMES = ("t_start", "t_end", "task_start", "task_end", "timestamp")
 CHUNK_COUNTS = (
     "num_events", "entry_start", "entry_stop", "bytes_read", "bytes_read_task",
     "num_branches_accessed", "accessed_bytes", "accessed_uncompressed_bytes",
-    "accessed_embedded_bytes", "instrument_bytes", "v",
+    "accessed_embedded_bytes", "instrument_bytes", "v", "open_bytes", "open_requests",
+    "instrument_requests", "instrument_ranges", "read_requests_task", "read_ranges_task",
 )  # fmt: skip
 CHUNK_TEXTS = ("kind", "dataset", "file", "treename", "uuid", "error", "task_key", "prefix")
 CHUNK_RECORD = fields(
@@ -298,6 +299,7 @@ CHUNK_RECORD = fields(
 PHASE_RECORD = fields(
     {
         "t_start": optional(epoch),
+        "t_stop": optional(epoch),
         "elapsed": some_number,
         **dict.fromkeys(("entry_start", "entry_stop", "read_bytes", "thread", "v"), some_count),
         **dict.fromkeys(
@@ -400,13 +402,16 @@ NUMBERS = (
     "speedup_factor", "total_bytes_memory_read", "total_bytes_memory_read_dask",
     "total_bytes_read", "total_compression_overhead_seconds", "total_cores", "total_cpu_time",
     "total_process_time", "total_serialization_overhead_seconds", "wall_time",
-    "total_events",
+    "total_events", "cpu_us_per_event", "events_per_cpu_second", "idle_thread_seconds",
+    "processing_seconds", "packing_bound_seconds", "longest_chunk_seconds",
+    "bytes_per_request", "metadata_percent", "read_amplification",
 )  # fmt: skip
 #: The counts: a whole number >= 0, or None.
 COUNTS = (
     "num_chunks", "num_failed_chunks", "num_successful_chunks", "total_events_from_chunks",
     "peak_workers", "phase_tasks", "phase_read_bytes", "phase_clock_switches",
-    "recomputed_chunks", "recomputed_events", "total_branches_read",
+    "recomputed_chunks", "recomputed_events", "total_branches_read", "read_requests",
+    "metadata_bytes",
 )  # fmt: skip
 
 #: Every metric the schema knows: its check.
@@ -461,6 +466,12 @@ METRICS: dict[str, Check] = {
         optional(sequence(WORKER_ENTRY)),
     ),
     "workers_removed": optional(mapping(plain, plain)),
+    "wall_split": optional(table),
+    "wall_split_source": some_text,
+    "tail_chunks": optional(sequence(fields({"file": some_text, "seconds": number}))),
+    "tail_cause": optional(fields({"kind": text, "name": some_text, "phase": some_text})),
+    "read_shapes": optional(mapping(text, fields({"requests": count, "open_bytes": count}))),
+    "cost_per_event_us": optional(table),
 }
 
 #: metadata.json: the entries this package writes (others are plain data).

@@ -52,8 +52,11 @@ class Measure:
             self.factory = factory(events)
             source = file_source(file_handle(self.factory))
             self.bytes0 = source.num_requested_bytes
+            self.record["open_bytes"] = self.bytes0
+            self.record["open_requests"] = source.num_requests
         except Exception as exc:
-            self._lost("bytes_read", exc)
+            self._lost(("bytes_read", "open_bytes", "open_requests"), exc)
+            self.record["open_bytes"] = self.record["open_requests"] = None
         log = getattr(self.factory, "access_log", None)
         self.log_start = len(log) if isinstance(log, list) else 0
         self.chunk = Chunk(source)
@@ -159,7 +162,14 @@ class Measure:
             COUNTERS.add("records_to_worker")
             return
         record.update(task_key=None, prefix=None, worker=None, span=span)
-        for field in ("task_start", "task_end", "task_duration", "bytes_read_task"):
+        for field in (
+            "task_start",
+            "task_end",
+            "task_duration",
+            "bytes_read_task",
+            "read_requests_task",
+            "read_ranges_task",
+        ):
             record[field] = None
             self.unavailable[field] = "not run in a Dask task with the roastcoffea worker plugin"
         if queue_local(record):
@@ -191,8 +201,13 @@ class Measure:
             record["num_branches_accessed"] = len(names)
         except Exception as exc:
             self._lost(branch_keys, exc)
+            record["instrument_requests"] = record["instrument_ranges"] = (
+                0 if source is not None else None
+            )
             return 0
         before = source.num_requested_bytes if source is not None else 0
+        requests = source.num_requests if source is not None else 0
+        ranges = source.num_requested_chunks if source is not None else 0
         try:
             handle = file_handle(self.factory)
             treename, start, stop = record["treename"], record["entry_start"], record["entry_stop"]
@@ -227,6 +242,8 @@ class Measure:
             lost = tuple(key for key in branch_keys[2:] if record[key] is None)
             self._lost((*lost, "file_metadata"), exc)
         after = source.num_requested_bytes if source is not None else 0
+        record["instrument_requests"] = source.num_requests - requests if source else None
+        record["instrument_ranges"] = source.num_requested_chunks - ranges if source else None
         return after - before
 
 

@@ -20,11 +20,14 @@ from typing import Any
 
 from roastcoffea.metrics import (
     chunks,
+    cost,
     diagnosis,
     efficiency,
     fine,
     io,
     phases,
+    reads,
+    wall_split,
     workers,
     workflow,
 )
@@ -119,7 +122,10 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     workers.compute(inputs, out)
     workflow.compute(inputs, out)
     efficiency.compute(out)
+    cost.compute(inputs, out)
     phases.compute(inputs, out)
+    wall_split.compute(inputs, out)
+    reads.compute(inputs, out)
     diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)

@@ -45,6 +45,7 @@ from roastcoffea.plots.throughput import (
     plot_worker_activity_timeline,
 )
 from roastcoffea.plots.timeline import plot_prefix_timeline
+from roastcoffea.plots.wall_split import plot_wall_split
 from roastcoffea.plots.workers import plot_worker_count_timeline
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "plot_scaling_study",
     "plot_throughput_timeline",
     "plot_total_active_tasks_timeline",
+    "plot_wall_split",
     "plot_worker_activity_timeline",
     "plot_worker_count_timeline",
     "save_plots",

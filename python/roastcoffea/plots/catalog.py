@@ -33,6 +33,7 @@ from roastcoffea.plots import (
     scaling,
     throughput,
     timeline,
+    wall_split,
     workers,
 )
 from roastcoffea.plots._common import finish
@@ -275,6 +276,12 @@ _CATALOG: tuple[_Spec, ...] = (
         "worker_active_tasks",
     ),
     _spec("throughput", "Data Throughput Over Time", _throughput, _measured_chunk_rate),
+    _spec(
+        "wall_split",
+        "Where the Wall Time Went",
+        _whole(wall_split.plot_wall_split),
+        lambda m: isinstance(m.get("wall_split"), Mapping) and bool(wall_split.task_intervals(m)),
+    ),
     _spec(
         "prefix_timeline",
         "Task Prefix Timeline",

@@ -15,6 +15,12 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from roastcoffea.metrics.regression import (
+    LEVEL,
+    MIN_CHANGE_PERCENT,
+    MIN_SHARE_PERCENT,
+    CostChange,
+)
 from roastcoffea.report.summary import safe_text
 from roastcoffea.units import format_number
 
@@ -136,4 +142,36 @@ def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table
         for value, delta, ratio in zip(row.values[1:], row.deltas, row.ratios, strict=True):
             cells += [_number(value), _number(delta, signed=True), _ratio(ratio)]
         table.add_row(*cells)
+    return table
+
+
+def cost_change_table(before: str, after: str, changes: Sequence[CostChange]) -> Table:
+    """A rich table of the change of cost per event, marked rows in bold with their side."""
+    table = Table(
+        title=safe_text(f"CPU Cost per Event: {after} vs {before}"),
+        caption=f"the median chunk's CPU per event; {LEVEL:.0%} bootstrap interval over the "
+        "chunks; marked: the interval "
+        f"excludes 0, the change is at least {MIN_CHANGE_PERCENT:g}% and the phase at "
+        f"least {MIN_SHARE_PERCENT:g}% of the dataset's cost",
+        header_style="bold cyan",
+    )
+    for name in ("Dataset", "Phase"):
+        table.add_column(name, style="cyan", no_wrap=True)
+    table.add_column(safe_text(f"{before} (µs/event)"), justify="right")
+    table.add_column(safe_text(f"{after} (µs/event)"), justify="right")
+    table.add_column("change", justify="right")
+    table.add_column(f"{LEVEL:.0%} interval", justify="right")
+    table.add_column("")
+    for c in changes:
+        interval = "N/A" if c.low is None else f"[{c.low:+.1f}%, {c.high:+.1f}%]"
+        style = "bold red" if c.regression else "bold green" if c.marked else "dim"
+        table.add_row(
+            safe_text(c.dataset),
+            c.phase,
+            format_number(c.before_us),
+            format_number(c.after_us),
+            f"{c.change_percent:+.1f}%",
+            interval,
+            Text(c.note.upper() if c.marked else c.note, style=style),
+        )
     return table

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from roastcoffea.phase_vocabulary import PHASES
 from roastcoffea.units import (
     format_byte_rate,
     format_bytes,
@@ -116,6 +117,11 @@ def khz(value: Any) -> str:
 def per_core(value: Any) -> str:
     """A rate per core given in Hz, written in the unit its magnitude calls for."""
     return format_rate(value, "/core")
+
+
+def microseconds(value: Any) -> str:
+    """A duration given in microseconds, written as Dask writes durations."""
+    return format_time(value * 1e-6)
 
 
 def count(value: Any) -> str:
@@ -215,6 +221,8 @@ def throughput_table(metrics: Mapping[str, Any]) -> TableData:
     rows += _kv_rows(
         metrics,
         (
+            ("Processor CPU per Event", "cpu_us_per_event", microseconds),
+            ("Events per Core-Second (processor CPU)", "events_per_cpu_second", format_rate),
             ("Bytes Read (compressed)", "bytes_read_compressed", format_bytes),
             ("Bytes Read (uncompressed)", "bytes_read_uncompressed", format_bytes),
             ("Compression Ratio", "compression_ratio", number(2, "x")),
@@ -674,6 +682,160 @@ def unavailable_table(metrics: Mapping[str, Any]) -> TableData | None:
     return TableData("Metrics Not Measured", columns, rows)
 
 
+# ---- what to change: the wall split, the tail, the reads, the cost per event -------
+
+WALL_SPLIT_TITLE = "Where the Wall Time Went"
+TAIL_TITLE = "Chunks in the Tail"
+READS_TITLE = "Shape of the Reads per File"
+COST_TITLE = "Processor CPU per Event by Dataset and Phase"
+#: Chunks of the tail shown (the longest first).
+TAIL_ROWS = 10
+
+_STAGE_LABELS = {
+    "startup": "Start-up (to the first processor task)",
+    "steady": "Steady (every thread busy)",
+    "tail": "Tail (fewer tasks than threads)",
+    "finish": "Finish (last task to exit)",
+}
+
+
+def wall_split_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """The four stages of the wall time with their idle thread-seconds, and the bounds."""
+    split = metrics.get("wall_split")
+    if not isinstance(split, Mapping):
+        return None
+    total = sum(_or_zero(stage.get("seconds")) for stage in split.values())
+    columns = (
+        Column("Stage"),
+        Column("Wall", numeric=True),
+        Column("Share", numeric=True),
+        Column("Idle Thread-Seconds", numeric=True),
+    )
+    rows = [
+        (
+            Cell(label),
+            Cell(format_time(split[stage]["seconds"])),
+            Cell(percent(100.0 * split[stage]["seconds"] / total) if total else NA),
+            Cell(format_time(split[stage]["idle_thread_seconds"])),
+        )
+        for stage, label in _STAGE_LABELS.items()
+        if stage in split
+    ]
+    packing = metrics.get("packing_bound_seconds")
+    longest = metrics.get("longest_chunk_seconds")
+    note = (
+        "Idle: a thread running no processor task. The processing (first task's start to "
+        f"the last one's end) took {format_time(_or_zero(metrics.get('processing_seconds')))}; "
+        "it cannot take less than the processor tasks' time over the threads "
+        f"({format_time(_or_zero(packing))}, perfect packing) nor the longest chunk "
+        f"({format_time(_or_zero(longest))})."
+    )
+    return TableData(WALL_SPLIT_TITLE, columns, tuple(rows), note)
+
+
+def tail_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """The chunks running in the tail, longest first, against the median, with their cause."""
+    chunks = metrics.get("tail_chunks")
+    if not isinstance(chunks, list) or not chunks:
+        return None
+    columns = (
+        Column("Chunk"),
+        Column("Worker"),
+        Column("Duration", numeric=True),
+        Column("vs Median", numeric=True),
+        Column("Cause (phase vs its median)"),
+    )
+    rows = []
+    for chunk in chunks[:TAIL_ROWS]:
+        ratio = chunk.get("vs_median")
+        cause = chunk.get("cause")
+        cause_ratio = chunk.get("cause_vs_median")
+        rows.append(
+            (
+                Cell(f"{chunk.get('dataset')}: {_short_file(chunk.get('file'))}"),
+                Cell(_worker_name(chunk.get("worker"))),
+                Cell(format_time(chunk["seconds"])),
+                Cell(f"{ratio:.1f}x" if is_number(ratio) else NA, alert=_slow(ratio)),
+                Cell(
+                    "no phase measured"
+                    if cause is None
+                    else f"{cause} ({cause_ratio:.1f}x)"
+                    if is_number(cause_ratio)
+                    else str(cause)
+                ),
+            )
+        )
+    more = len(chunks) - TAIL_ROWS
+    note = f"{more} more chunks ran in the tail." if more > 0 else None
+    return TableData(TAIL_TITLE, columns, tuple(rows), note)
+
+
+def _slow(ratio: Any) -> bool:
+    return is_number(ratio) and ratio >= 2.0
+
+
+def _short_file(name: Any) -> str:
+    return str(name).rsplit("/", 1)[-1] if name is not None else NA
+
+
+def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Per file: requests, their size, the metadata fetched at every open, amplification."""
+    shapes = metrics.get("read_shapes")
+    if not isinstance(shapes, Mapping) or not shapes:
+        return None
+    names = (
+        "Chunks",
+        "Requests/Chunk",
+        "Bytes/Request (median)",
+        "Opening/Chunk",
+        "Baskets Used",
+        "Metadata Share",
+        "Amplification",
+    )
+    columns = (Column("File"), *(Column(name, numeric=True) for name in names))
+    rows = []
+    for name, shape in shapes.items():
+        spread = shape.get("bytes_per_request")
+        amplification = shape.get("amplification")
+        rows.append(
+            (
+                Cell(_short_file(name) + (" (remote)" if shape.get("remote") else "")),
+                Cell(count(shape["chunks"])),
+                Cell(format_number(shape["requests_per_chunk"])),
+                show(spread and spread.get("median"), format_bytes, "no request"),
+                Cell(format_bytes(shape["open_bytes"] / shape["chunks"])),
+                Cell(format_bytes(shape["basket_bytes"])),
+                show(shape.get("metadata_percent"), percent, "no byte fetched"),
+                show(amplification, number(2, "x"), "no basket used"),
+            )
+        )
+    note = (
+        "Requests: uproot's num_requests of the tasks (a vectored read of several ranges is "
+        "one). Opening: bytes fetched before process() (the file and its tree's metadata), "
+        "again at every chunk. Amplification: bytes fetched after the open per byte of the "
+        "baskets the chunks used."
+    )
+    return TableData(READS_TITLE, columns, tuple(rows), note)
+
+
+def cost_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """Thread-CPU microseconds per event per dataset (rows) and phase (columns)."""
+    table = metrics.get("cost_per_event_us")
+    if not isinstance(table, Mapping) or not table:
+        return None
+    phases = [p for p in (*PHASES, "all") if any(p in row for row in table.values())]
+    columns = (
+        Column("Dataset"),
+        *(Column("All Phases" if p == "all" else p.title(), numeric=True) for p in phases),
+    )
+    rows = tuple(
+        (Cell(str(dataset)), *(show(row.get(p), microseconds, "not measured") for p in phases))
+        for dataset, row in table.items()
+    )
+    note = "Thread CPU of the processor tasks per event, by phase (the phase records)."
+    return TableData(COST_TITLE, columns, rows, note)
+
+
 #: Every table builder of the summary, in its order.
 TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     throughput_table,
@@ -681,8 +843,12 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     resources_table,
     timing_table,
     diagnosis_table,
+    wall_split_table,
+    tail_table,
+    cost_table,
     phases_table,
     codecs_table,
+    reads_table,
     fine_metrics_table,
     prefix_table,
     worker_table,

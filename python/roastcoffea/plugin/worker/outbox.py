@@ -61,6 +61,20 @@ def task_times(ts: Any) -> tuple[float, float] | None:
     return None
 
 
+def _stamp_task_times(record: dict[str, Any], ts: Any) -> None:
+    """Give a phase record its task's "compute" start and stop as Dask recorded them.
+
+    The phase clock stops microseconds before Dask does; the task stream, and the
+    wall split built from these records, use Dask's own pair. ``t_stop`` is None
+    when the task's end was not observed.
+    """
+    times = None if ts is None else task_times(ts)
+    if times is None:
+        record["t_stop"] = None
+    else:
+        record["t_start"], record["t_stop"] = times
+
+
 def stamped_delay(ts: Any, thread_start: float | None, submitted: float) -> float:
     """The scheduler_delay Dask stamped a finished task's startstops with.
 
@@ -210,7 +224,9 @@ class Outbox:
         for record, source, own_bytes in entries:
             to_scheduler_clock(record, delay)
             is_phases = record.get("kind") == "phases"
-            if not is_phases:
+            if is_phases:
+                _stamp_task_times(record, ts)
+            else:
                 self._complete(record, ts, source, own_bytes)
             data = self.encode(record)
             if data is None:
@@ -246,6 +262,7 @@ class Outbox:
             record["task_duration"] = times[1] - times[0]
             self._count("chunks_with_task")
         total = None if ts is None else getattr(source, "num_requested_bytes", None)
+        _complete_requests(record, source if isinstance(total, int) else None)
         if isinstance(total, int):
             record["bytes_read_task"] = total - own_bytes
         else:
@@ -311,6 +328,27 @@ class Outbox:
             message["span"] = span
         self.worker.log_event(RECORDS_TOPIC, message)
         return True
+
+
+def _complete_requests(record: dict[str, Any], source: Any) -> None:
+    """The task's read requests and byte ranges from the source's counters, less the
+    instrumentation's own (one vectored request of one range per basket header)."""
+    own_requests, own_ranges = record.get("instrument_requests"), record.get("instrument_ranges")
+    requests = getattr(source, "num_requests", None)
+    ranges = getattr(source, "num_requested_chunks", None)
+    if (
+        isinstance(own_requests, int)
+        and isinstance(own_ranges, int)
+        and isinstance(requests, int)
+        and isinstance(ranges, int)
+    ):
+        record["read_requests_task"] = requests - own_requests
+        record["read_ranges_task"] = ranges - own_ranges
+        return
+    unavailable = record.setdefault("unavailable", {})
+    for field in ("read_requests_task", "read_ranges_task"):
+        record[field] = None
+        unavailable[field] = "the file source's request counters were not reachable"
 
 
 def _phases_entry(digests: TaskDigests, dataset: Any) -> list[Any]:

@@ -1,0 +1,91 @@
+"""Where the wall time went: the processor tasks on their threads, the run's stages shaded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from matplotlib.patches import Patch
+
+from roastcoffea.plots._common import COLORS, count_axis, figure, label_axes, legend, new_figure
+from roastcoffea.plots._types import FigureAxes, Size
+
+#: Stage shading, lightest for the steady state.
+STAGE_COLORS = {"startup": "#c7c7c7", "steady": "#ffffff", "tail": "#f7b6b6", "finish": "#c7c7c7"}
+STAGE_NAMES = {"startup": "start-up", "steady": "steady", "tail": "tail", "finish": "finish"}
+TASK_COLOR, TAIL_COLOR = COLORS[0], COLORS[3]
+
+
+def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str]]:
+    """``(start, stop, worker)`` of each processor task, as the wall split read them."""
+    source = metrics.get("wall_split_source")
+    if source == "phase records":
+        rows = metrics.get("raw_phase_records") or []
+        fields = ("t_start", "t_stop")
+    else:
+        rows = metrics.get("raw_chunk_metrics") or []
+        fields = ("task_start", "task_end")
+    return sorted(
+        (r[fields[0]], r[fields[1]], str(r.get("worker")))
+        for r in rows
+        if isinstance(r.get(fields[0]), float) and isinstance(r.get(fields[1]), float)
+    )
+
+
+def lanes(intervals: list[tuple[float, float, str]]) -> list[int]:
+    """A lane per interval: on its worker, the first lane free at its start (thread-like)."""
+    ends: dict[str, list[float]] = {}
+    order: dict[str, int] = {}
+    placed = []
+    for start, stop, worker in intervals:
+        free = ends.setdefault(worker, [])
+        lane = next((i for i, end in enumerate(free) if end <= start), len(free))
+        if lane == len(free):
+            free.append(stop)
+        else:
+            free[lane] = stop
+        order.setdefault(worker, len(order))
+        placed.append((order[worker], lane))
+    widths = {w: len(e) for w, e in ends.items()}
+    base, offsets = 0, {}
+    for worker, index in sorted(order.items(), key=lambda item: item[1]):
+        offsets[index] = base
+        base += widths[worker]
+    return [offsets[w] + lane for w, lane in placed]
+
+
+@figure(figsize=(12, 5), title="Where the Wall Time Went", needs="wall_split")
+def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> FigureAxes:
+    """The processor tasks as bars on their worker's threads, over the collector's block.
+
+    The block's stages are shaded (start-up, steady, tail, finish); the tasks
+    that ran in the tail are red. Time is in seconds from the block's entry.
+    Reads ``wall_split``, ``wall_split_source`` and the records it names.
+    """
+    split = metrics["wall_split"]
+    origin = split["startup"]["start"]
+    intervals = task_intervals(metrics)
+    rows = lanes(intervals)
+    tail_start = split["tail"]["start"]
+    fig, ax = new_figure(figsize)
+    for stage, color in STAGE_COLORS.items():
+        begin, end = split[stage]["start"] - origin, split[stage]["end"] - origin
+        if end > begin:
+            ax.axvspan(begin, end, color=color, alpha=0.6, lw=0, zorder=0)
+    for (start, stop, _), row in zip(intervals, rows, strict=True):
+        color = TAIL_COLOR if stop > tail_start else TASK_COLOR
+        ax.barh(row, stop - start, left=start - origin, height=0.7, color=color, edgecolor="white")
+    label_axes(ax, "seconds since the block's entry", "thread (by worker)", title, grid="x")
+    count_axis(ax)
+    ax.invert_yaxis()
+    ax.set_xlim(0, split["finish"]["end"] - origin)
+    handles = [
+        Patch(color=TASK_COLOR, label="processor task"),
+        Patch(color=TAIL_COLOR, label="ran in the tail"),
+        *(
+            Patch(color=STAGE_COLORS[s], alpha=0.6, label=STAGE_NAMES[s])
+            for s in ("startup", "tail")
+        ),
+    ]
+    legend(ax, handles=handles)
+    return fig, ax
