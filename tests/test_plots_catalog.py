@@ -48,10 +48,11 @@ def figure_titles(fig: Figure) -> set[str]:
     return titles | {fig.get_suptitle()}
 
 
-def test_catalog_has_the_21_legacy_plots_and_9_new_ones() -> None:
-    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 30
+def test_catalog_has_the_21_legacy_plots_and_10_new_ones() -> None:
+    assert len(PLOT_NAMES) == len(set(PLOT_NAMES)) == 31
     new = {
         "wall_split",
+        "profile_icicle",
         "prefix_timeline",
         "dataset_runtimes",
         "processor_overhead_breakdown",

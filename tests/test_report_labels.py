@@ -115,6 +115,7 @@ def test_the_reference_leads_with_the_labels_the_summary_shows() -> None:
         tables.DIAGNOSIS_TITLE,
         tables.WALL_SPLIT_TITLE,
         tables.COST_TITLE,
+        tables.HOT_LINES_TITLE,
     }
     for build in BUILDERS:
         table = build(PHASES)

@@ -53,9 +53,11 @@ from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.departures import cluster_shape, sort_departures
 from roastcoffea.metrics.fine import span_metrics
 from roastcoffea.plugin import LiveFeed, run_span
+from roastcoffea.plugin.client.profiles import processor_profiles
 from roastcoffea.plugin.client.session import (
     WINDOW_PAD,
     ExitDeadline,
+    call_within,
     check_reachable,
     finish_session,
     open_session,
@@ -187,6 +189,9 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         #: Section records given to :meth:`record_section_metrics` (roastcoffea 0.1.2).
         self.section_metrics: list[dict[str, Any]] = []
         self.detected_prefixes: set[str] = set()
+        #: Dask's profile of the processor tasks in the window: {worker: {prefix: tree}}.
+        self.profiles: dict[str, dict[str, Any]] | None = None
+        self._profile_reason: str | None = "the block has not ended"
         self.coffea_report: dict[str, Any] | None = None
         self.custom_metrics: dict[str, Any] | None = None
         self.snapshot: dict[str, Any] | None = None
@@ -296,6 +301,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         with paused_gc():
             if self.snapshot is not None:
                 self._guard("decode records", self._select_records)
+                self._take_profiles()
                 self._guard("span metrics", self._compute_span_metrics)
                 self._guard("worker departures", self._sort_workers)
             view = self.live_view
@@ -385,6 +391,33 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self.detected_prefixes = selected.prefixes
         self._records_lost = selected.lost
 
+    def _take_profiles(self) -> None:
+        """Dask's profile of the processor prefixes in the window (its own sampling).
+
+        A failure is a note and the reason of the hot lines: the rest of the exit goes on.
+        """
+        prefixes = self._prefix_override() or self.detected_prefixes
+        if not config.setting("hot-lines"):
+            self._profile_reason = "hot lines are off (roastcoffea.hot-lines: false)"
+        elif not prefixes:
+            self._profile_reason = "no processor task prefix was seen"
+        else:
+            t_from, t_to = self._window
+            try:
+                self.profiles, failed = call_within(
+                    config.seconds("probe-timeout"),
+                    "the profile request",
+                    lambda: processor_profiles(self.client, prefixes, t_from, t_to),
+                )
+                self._profile_reason = None
+                for worker, error in failed.items():
+                    self.notes.append(f"no profile of worker {worker}: {error}")
+            except Exception as exc:
+                self._profile_reason = (
+                    f"Dask's profile was not fetched: {type(exc).__name__}: {exc}"
+                )
+                self.notes.append(self._profile_reason)
+
     def _final_live_figures(self) -> dict[str, Any] | None:
         """The whole block's figures for the live view's last frame, from the final flush.
 
@@ -470,17 +503,21 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
 
     # ---- results --------------------------------------------------------------------
 
-    def _inputs(self, report: dict[str, Any] | None) -> MetricsInputs:
-        assert self.t_start is not None and self.t_end is not None
-        override = self.processor_prefixes
+    def _prefix_override(self) -> set[str] | None:
+        """The processor prefixes given, or the processor's name when nothing was detected."""
         if (
-            override is None
+            self.processor_prefixes is None
             and not self.detected_prefixes
             and self.processor_name is not None
             and self.snapshot is not None
             and self.processor_name in self.snapshot["prefixes"]
         ):
-            override = {self.processor_name}
+            return {self.processor_name}
+        return self.processor_prefixes
+
+    def _inputs(self, report: dict[str, Any] | None) -> MetricsInputs:
+        assert self.t_start is not None and self.t_end is not None
+        override = self._prefix_override()
         return MetricsInputs(
             snapshot=self.snapshot if self.snapshot is not None else _empty_snapshot(),
             t_start=self._window[0],
@@ -493,6 +530,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             processor_prefixes=override,
             detected_prefixes=set(self.detected_prefixes),
             track_workers=self.track_workers,
+            profiles=self.profiles,
+            profile_reason=self._profile_reason,
         )
 
     def _refresh(self) -> None:

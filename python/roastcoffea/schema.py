@@ -404,14 +404,14 @@ NUMBERS = (
     "total_process_time", "total_serialization_overhead_seconds", "wall_time",
     "total_events", "cpu_us_per_event", "events_per_cpu_second", "idle_thread_seconds",
     "processing_seconds", "packing_bound_seconds", "longest_chunk_seconds",
-    "bytes_per_request", "metadata_percent", "read_amplification",
+    "bytes_per_request", "metadata_percent", "read_amplification", "user_profile_samples",
 )  # fmt: skip
 #: The counts: a whole number >= 0, or None.
 COUNTS = (
     "num_chunks", "num_failed_chunks", "num_successful_chunks", "total_events_from_chunks",
     "peak_workers", "phase_tasks", "phase_read_bytes", "phase_clock_switches",
     "recomputed_chunks", "recomputed_events", "total_branches_read", "read_requests",
-    "metadata_bytes",
+    "metadata_bytes", "profile_samples",
 )  # fmt: skip
 
 #: Every metric the schema knows: its check.
@@ -472,6 +472,9 @@ METRICS: dict[str, Check] = {
     "tail_cause": optional(fields({"kind": text, "name": some_text, "phase": some_text})),
     "read_shapes": optional(mapping(text, fields({"requests": count, "open_bytes": count}))),
     "cost_per_event_us": optional(table),
+    "hot_lines": optional(sequence(fields({"function": text, "share_percent": number}))),
+    "hot_lines_per_worker": optional(mapping(text, sequence(fields({"function": text})))),
+    "profile_tree": optional(fields({"name": text, "count": number})),
 }
 
 #: metadata.json: the entries this package writes (others are plain data).

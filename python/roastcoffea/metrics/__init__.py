@@ -24,6 +24,7 @@ from roastcoffea.metrics import (
     diagnosis,
     efficiency,
     fine,
+    hot_lines,
     io,
     phases,
     reads,
@@ -73,6 +74,12 @@ class MetricsInputs:
         Prefixes the workers saw running coffea work items (prefix records).
     track_workers : bool
         Whether worker tracking was on; off, every worker metric is None.
+    profiles : dict, optional
+        Dask's profile of the processor prefixes in the window, ``{worker: {prefix:
+        tree}}`` (``Client.profile(key=prefix, start=, stop=, merge_workers=False)``);
+        None when not taken, with ``profile_reason``.
+    profile_reason : str, optional
+        Why ``profiles`` is None.
 
     Raises
     ------
@@ -92,6 +99,8 @@ class MetricsInputs:
     processor_prefixes: set[str] | None = None
     detected_prefixes: set[str] = field(default_factory=set)
     track_workers: bool = True
+    profiles: dict[str, dict[str, Any]] | None = None
+    profile_reason: str | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.wall_time) and self.wall_time >= 0):
@@ -126,6 +135,7 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     phases.compute(inputs, out)
     wall_split.compute(inputs, out)
     reads.compute(inputs, out)
+    hot_lines.compute(inputs, out)
     diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)

@@ -38,6 +38,7 @@ from roastcoffea.plots.phases import (
     plot_phase_shares_per_dataset,
     plot_phase_timeline,
 )
+from roastcoffea.plots.profile import plot_profile_icicle
 from roastcoffea.plots.scaling import plot_efficiency_summary, plot_resource_utilization
 from roastcoffea.plots.throughput import (
     plot_throughput_timeline,
@@ -73,6 +74,7 @@ __all__ = [
     "plot_phase_timeline",
     "plot_prefix_timeline",
     "plot_processor_overhead_breakdown",
+    "plot_profile_icicle",
     "plot_resource_utilization",
     "plot_runtime_distribution",
     "plot_runtime_vs_events",

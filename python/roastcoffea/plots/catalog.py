@@ -30,6 +30,7 @@ from roastcoffea.plots import (
     memory,
     per_task,
     phases,
+    profile,
     scaling,
     throughput,
     timeline,
@@ -281,6 +282,12 @@ _CATALOG: tuple[_Spec, ...] = (
         "Where the Wall Time Went",
         _whole(wall_split.plot_wall_split),
         lambda m: isinstance(m.get("wall_split"), Mapping) and bool(wall_split.task_intervals(m)),
+    ),
+    _spec(
+        "profile_icicle",
+        "Processor Task Samples (Dask's Profiler)",
+        _whole(profile.plot_profile_icicle),
+        lambda m: isinstance(m.get("profile_tree"), Mapping),
     ),
     _spec(
         "prefix_timeline",

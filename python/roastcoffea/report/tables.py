@@ -818,6 +818,40 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
     return TableData(READS_TITLE, columns, tuple(rows), note)
 
 
+HOT_LINES_TITLE = "Hot Lines of the User's Code (Dask's profiler)"
+
+
+def hot_lines_table(metrics: Mapping[str, Any]) -> TableData | None:
+    """The user's functions taking most of the user-code samples, with their file:line."""
+    lines = metrics.get("hot_lines")
+    if not isinstance(lines, list) or not lines:
+        return None
+    columns = (
+        Column("Function"),
+        Column("File:Line"),
+        Column("Own Share", numeric=True),
+        Column("With Callees", numeric=True),
+    )
+    rows = tuple(
+        (
+            Cell(str(h["function"])),
+            Cell(f"{h['file']}:{h['line']}"),
+            Cell(percent(h["share_percent"])),
+            Cell(percent(h["inclusive_percent"])),
+        )
+        for h in lines
+    )
+    samples = metrics.get("user_profile_samples")
+    note = (
+        f"Shares of the {format_number(_or_zero(samples))} samples Dask's profiler took in the "
+        "user's own code (every 10 ms of each processor task; reading and building arrays "
+        "excluded). Own: in the function itself and the native code it calls; with callees: "
+        "also in the user's functions it calls. Line: the function's first line (Dask keys "
+        "samples by function); <dynamic-code>: code pickled by value, as a notebook's."
+    )
+    return TableData(HOT_LINES_TITLE, columns, rows, note)
+
+
 def cost_table(metrics: Mapping[str, Any]) -> TableData | None:
     """Thread-CPU microseconds per event per dataset (rows) and phase (columns)."""
     table = metrics.get("cost_per_event_us")
@@ -848,6 +882,7 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     cost_table,
     phases_table,
     codecs_table,
+    hot_lines_table,
     reads_table,
     fine_metrics_table,
     prefix_table,
