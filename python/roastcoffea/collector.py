@@ -53,11 +53,10 @@ from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.departures import cluster_shape, sort_departures
 from roastcoffea.metrics.fine import span_metrics
 from roastcoffea.plugin import LiveFeed, run_span
-from roastcoffea.plugin.client.profiles import processor_profiles
+from roastcoffea.plugin.client.profiles import ProfileRequest
 from roastcoffea.plugin.client.session import (
     WINDOW_PAD,
     ExitDeadline,
-    call_within,
     check_reachable,
     finish_session,
     open_session,
@@ -296,12 +295,13 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
 
     def _finish(self, perf_end: float) -> None:
         self._window = (self._window[0], (self.t_end or time.time()) + WINDOW_PAD)
+        profiles = self._guard("profile request", self._request_profiles)
         self._guard("snapshot", self._take_snapshot)
         # The rest builds every record and metric at once: no garbage for the collector.
         with paused_gc():
             if self.snapshot is not None:
                 self._guard("decode records", self._select_records)
-                self._take_profiles()
+                self._guard("profile", lambda: self._take_profiles(profiles))
                 self._guard("span metrics", self._compute_span_metrics)
                 self._guard("worker departures", self._sort_workers)
             view = self.live_view
@@ -391,32 +391,40 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self.detected_prefixes = selected.prefixes
         self._records_lost = selected.lost
 
-    def _take_profiles(self) -> None:
-        """Dask's profile of the processor prefixes in the window (its own sampling).
+    def _request_profiles(self) -> ProfileRequest | None:
+        """Ask every worker for Dask's profile of the block, beside the flush and snapshot."""
+        if not config.setting("hot-lines"):
+            self._profile_reason = "hot lines are off (roastcoffea.hot-lines: false)"
+            return None
+        most = config.whole_number("hot-lines-workers", config.setting("hot-lines-workers"), 1)
+        t_to = (self.t_end or time.time()) + WINDOW_PAD
+        return ProfileRequest(self.client, self._window[0], t_to, most)
+
+    def _take_profiles(self, request: ProfileRequest | None) -> None:
+        """Keep the processor prefixes' profiles (Dask's own sampling).
 
         A failure is a note and the reason of the hot lines: the rest of the exit goes on.
         """
+        if request is None:
+            return
         prefixes = self._prefix_override() or self.detected_prefixes
-        if not config.setting("hot-lines"):
-            self._profile_reason = "hot lines are off (roastcoffea.hot-lines: false)"
-        elif not prefixes:
+        try:
+            profiles, failed = request.result(config.seconds("probe-timeout"))
+        except Exception as exc:
+            reason = f"Dask's profile was not fetched: {type(exc).__name__}: {exc}"
+            self._profile_reason = reason
+            self.notes.append(reason)
+            return
+        for worker, error in failed.items():
+            self.notes.append(f"no profile of worker {worker}: {error}")
+        if not prefixes:
             self._profile_reason = "no processor task prefix was seen"
-        else:
-            t_from, t_to = self._window
-            try:
-                self.profiles, failed = call_within(
-                    config.seconds("probe-timeout"),
-                    "the profile request",
-                    lambda: processor_profiles(self.client, prefixes, t_from, t_to),
-                )
-                self._profile_reason = None
-                for worker, error in failed.items():
-                    self.notes.append(f"no profile of worker {worker}: {error}")
-            except Exception as exc:
-                self._profile_reason = (
-                    f"Dask's profile was not fetched: {type(exc).__name__}: {exc}"
-                )
-                self.notes.append(self._profile_reason)
+            return
+        self.profiles = {
+            worker: {p: tree for p, tree in trees.items() if p in prefixes}
+            for worker, trees in profiles.items()
+        }
+        self._profile_reason = None
 
     def _final_live_figures(self) -> dict[str, Any] | None:
         """The whole block's figures for the live view's last frame, from the final flush.

@@ -76,8 +76,9 @@ class MetricsInputs:
         Whether worker tracking was on; off, every worker metric is None.
     profiles : dict, optional
         Dask's profile of the processor prefixes in the window, ``{worker: {prefix:
-        tree}}`` (``Client.profile(key=prefix, start=, stop=, merge_workers=False)``);
-        None when not taken, with ``profile_reason``.
+        tree}}``, each tree as the workers cut it (Dask's layout with ``at``:
+        :func:`roastcoffea.metrics.hot_lines.with_leaves` then ``pruned``); None when
+        not taken, with ``profile_reason``.
     profile_reason : str, optional
         Why ``profiles`` is None.
 

@@ -43,6 +43,8 @@ _DATA_INPUT = re.compile(r"[/\\](uproot|coffea)[/\\]")
 #: Code without a file of its own that is the user's: pickled by value (cloudpickle, as
 #: notebooks' processors are) or typed at an IPython prompt.
 _DYNAMIC_USER = ("<dynamic-code>", "<ipython-input")
+#: roastcoffea's demo analysis is an analysis like the user's.
+_DEMO = re.compile(r"[/\\]roastcoffea[/\\]demo[/\\]")
 
 Function = tuple[str, int, str]  # file, first line, name
 
@@ -50,7 +52,7 @@ Function = tuple[str, int, str]  # file, first line, name
 def kind(node: dict[str, Any]) -> str:
     """``"input"`` (uproot, coffea), ``"user"`` (the analysis's own code) or ``"library"``."""
     filename = str(node.get("description", {}).get("filename", "<unknown>"))
-    if filename.startswith(_DYNAMIC_USER):
+    if filename.startswith(_DYNAMIC_USER) or _DEMO.search(filename):
         return "user"
     if filename.startswith("<"):
         return "library"
@@ -116,6 +118,15 @@ class _Tally:
         self.own: Counter[Function] = Counter()
         self.inclusive: Counter[Function] = Counter()
         self.seen: dict[Function, str] = {}
+        self.user = 0.0
+
+    def add(self, other: _Tally) -> None:
+        """Add another tree's counts (the counts of two trees add up)."""
+        self.own.update(other.own)
+        self.inclusive.update(other.inclusive)
+        for function, line in other.seen.items():
+            self.seen.setdefault(function, line)
+        self.user += other.user
 
     def visit(self, node: dict[str, Any], inside: bool, path: frozenset[Function]) -> float:
         """Count the subtree of ``node``; return its user samples."""
@@ -146,13 +157,15 @@ def _claimed(node: dict[str, Any]) -> float:
     return taken
 
 
-def tally(tree: dict[str, Any]) -> tuple[_Tally, float]:
-    """The user functions' samples of a profile tree, and all the user samples."""
+def tally(tree: dict[str, Any]) -> _Tally:
+    """The user functions' samples of a tree with :func:`with_leaves`' ``at``."""
     counts = _Tally()
-    return counts, counts.visit(with_leaves(tree), False, frozenset())
+    counts.user = counts.visit(tree, False, frozenset())
+    return counts
 
 
-def _hot(counts: _Tally, user: float, top: int) -> list[dict[str, Any]]:
+def _hot(counts: _Tally, top: int) -> list[dict[str, Any]]:
+    user = counts.user
     ranked = sorted(counts.own.items(), key=lambda item: -item[1])[:top]
     return [
         {
@@ -170,34 +183,63 @@ def _hot(counts: _Tally, user: float, top: int) -> list[dict[str, Any]]:
     ]
 
 
-def icicle(node: dict[str, Any], total: int, depth: int = 0) -> dict[str, Any]:
-    """The profile tree pruned to the frames holding :data:`TREE_MIN_SHARE` of ``total``."""
+def _merged_at(trees: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`merge` of trees with ``at``: their ``at`` add up (and become the count)."""
+    return _at_from_count(merge([_count_from_at(t) for t in trees]))
+
+
+def _count_from_at(node: dict[str, Any]) -> dict[str, Any]:
+    children = {i: _count_from_at(c) for i, c in node["children"].items()}
+    return {**node, "count": node["at"], "children": children}
+
+
+def _at_from_count(node: dict[str, Any]) -> dict[str, Any]:
+    children = {i: _at_from_count(c) for i, c in node["children"].items()}
+    return {**node, "at": node["count"], "children": children}
+
+
+def pruned(node: dict[str, Any], floor: float, depth: int = 0) -> dict[str, Any]:
+    """A tree with ``at`` cut to the frames of at least ``floor`` samples, :data:`TREE_DEPTH`
+    deep; ``count`` keeps Dask's count, ``at`` the samples with the frame on the stack."""
+    children = {}
+    if depth < TREE_DEPTH:
+        for ident, child in node.get("children", {}).items():
+            if child["at"] >= floor:
+                children[ident] = pruned(child, floor, depth + 1)
+    return {**node, "children": children}
+
+
+def icicle(node: dict[str, Any], floor: float) -> dict[str, Any]:
+    """The icicle graph's tree: ``{name, kind, count, children}``, frames of ``floor`` samples."""
     d = node.get("description")
     if isinstance(d, dict):
         file, first, name = _function(node)
-        label = f"{name} ({file}:{first})"
+        label, what = f"{name} ({file}:{first})", kind(node)
     else:
-        label = "all samples"
-    children = []
-    if depth < TREE_DEPTH:
-        for child in node.get("children", {}).values():
-            if child["at"] >= TREE_MIN_SHARE * total:
-                children.append(icicle(child, total, depth + 1))
+        label, what = "all samples", "root"
+    children = [icicle(c, floor) for c in node["children"].values() if c["at"] >= floor]
     children.sort(key=lambda c: -c["count"])
-    kind_of = "root" if not isinstance(d, dict) else kind(node)
-    return {"name": label, "kind": kind_of, "count": node["at"], "children": children}
+    return {"name": label, "kind": what, "count": node["at"], "children": children}
 
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
-    """Put the hot functions of the user's code, per worker and merged."""
+    """Put the hot functions of the user's code, per worker and merged.
+
+    Each worker's tree is counted alone (the counts add up over workers); the
+    icicle merges the workers' trees cut to the frames that can reach its floor.
+    """
     profiles = inputs.profiles
     if profiles is None:
         for key in KEYS:
             out.missing(key, inputs.profile_reason or "the profile was not taken")
         return
-    per_worker = {w: merge(list(by_prefix.values())) for w, by_prefix in sorted(profiles.items())}
-    tree = merge(list(per_worker.values()))
-    if tree["count"] == 0:
+    trees = {}
+    for worker, by_prefix in sorted(profiles.items()):
+        found = list(by_prefix.values())
+        if found:
+            trees[worker] = found[0] if len(found) == 1 else _merged_at(found)
+    samples = sum(tree["at"] for tree in trees.values())
+    if samples == 0:
         reason = (
             "Dask's profiler recorded no sample of the processor tasks in the window: it is "
             "off (distributed.worker.profile.enabled), or its history (the last 3,600 cycles "
@@ -206,18 +248,21 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         for key in KEYS:
             out.missing(key, reason)
         return
-    counts, user = tally(tree)
-    out.put("profile_samples", tree["count"])
-    out.put("user_profile_samples", user)
-    out.put("profile_tree", icicle(with_leaves(tree), tree["count"]))
-    if user == 0:
+    per_worker = {worker: tally(tree) for worker, tree in trees.items()}
+    counts = _Tally()
+    for worker_counts in per_worker.values():
+        counts.add(worker_counts)
+    floor = TREE_MIN_SHARE * samples
+    cut = [pruned(tree, floor / len(trees)) for tree in trees.values()]
+    out.put("profile_samples", samples)
+    out.put("user_profile_samples", counts.user)
+    out.put("profile_tree", icicle(_merged_at(cut), floor))
+    if counts.user == 0:
         for key in ("hot_lines", "hot_lines_per_worker"):
             out.missing(key, "no sample of the processor tasks was in the user's own code")
         return
-    out.put("hot_lines", _hot(counts, user, TOP))
-    by_worker = {}
-    for worker, worker_tree in per_worker.items():
-        worker_counts, worker_user = tally(worker_tree)
-        if worker_user:
-            by_worker[worker] = _hot(worker_counts, worker_user, TOP_PER_WORKER)
-    out.put("hot_lines_per_worker", by_worker)
+    out.put("hot_lines", _hot(counts, TOP))
+    out.put(
+        "hot_lines_per_worker",
+        {w: _hot(c, TOP_PER_WORKER) for w, c in per_worker.items() if c.user},
+    )

@@ -736,8 +736,9 @@ def wall_split_table(metrics: Mapping[str, Any]) -> TableData | None:
 def tail_table(metrics: Mapping[str, Any]) -> TableData | None:
     """The chunks running in the tail, longest first, against the median, with their cause."""
     chunks = metrics.get("tail_chunks")
-    if not isinstance(chunks, list) or not chunks:
-        return None
+    findings = metrics.get("diagnosis") or []
+    if not isinstance(chunks, list) or not any(f.get("rule") == "tail" for f in findings):
+        return None  # a tail too short to be a finding
     columns = (
         Column("Chunk"),
         Column("Worker"),
@@ -756,18 +757,20 @@ def tail_table(metrics: Mapping[str, Any]) -> TableData | None:
                 Cell(_worker_name(chunk.get("worker"))),
                 Cell(format_time(chunk["seconds"])),
                 Cell(f"{ratio:.1f}x" if is_number(ratio) else NA, alert=_slow(ratio)),
-                Cell(
-                    "no phase measured"
-                    if cause is None
-                    else f"{cause} ({cause_ratio:.1f}x)"
-                    if is_number(cause_ratio)
-                    else str(cause)
-                ),
+                Cell(_tail_cause(ratio, cause, cause_ratio)),
             )
         )
     more = len(chunks) - TAIL_ROWS
     note = f"{more} more chunks ran in the tail." if more > 0 else None
     return TableData(TAIL_TITLE, columns, tuple(rows), note)
+
+
+def _tail_cause(ratio: Any, cause: Any, cause_ratio: Any) -> str:
+    if not _slow(ratio):
+        return "not slow"
+    if cause is None:
+        return "no phase measured"
+    return f"{cause} ({cause_ratio:.1f}x)" if is_number(cause_ratio) else str(cause)
 
 
 def _slow(ratio: Any) -> bool:
@@ -783,15 +786,7 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
     shapes = metrics.get("read_shapes")
     if not isinstance(shapes, Mapping) or not shapes:
         return None
-    names = (
-        "Chunks",
-        "Requests/Chunk",
-        "Bytes/Request (median)",
-        "Opening/Chunk",
-        "Baskets Used",
-        "Metadata Share",
-        "Amplification",
-    )
+    names = ("Chunks", "Req./Chunk", "Bytes/Req.", "Open/Chunk", "Baskets", "Metadata", "Amplif.")
     columns = (Column("File"), *(Column(name, numeric=True) for name in names))
     rows = []
     for name, shape in shapes.items():
@@ -810,10 +805,11 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
             )
         )
     note = (
-        "Requests: uproot's num_requests of the tasks (a vectored read of several ranges is "
-        "one). Opening: bytes fetched before process() (the file and its tree's metadata), "
-        "again at every chunk. Amplification: bytes fetched after the open per byte of the "
-        "baskets the chunks used."
+        "Req.: uproot's num_requests of the tasks (a vectored read of several ranges is one); "
+        "bytes per request: the median chunk's. Open: bytes fetched before process() (the "
+        "file and its tree's metadata), again at every chunk. Baskets: bytes of the baskets "
+        "the chunks used; metadata: the open's share of the bytes fetched; amplification: "
+        "bytes fetched after the open per byte of those baskets."
     )
     return TableData(READS_TITLE, columns, tuple(rows), note)
 

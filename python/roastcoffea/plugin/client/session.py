@@ -133,7 +133,7 @@ class ExitDeadline:
         return max(self._end - time.monotonic(), 0.0)
 
 
-def call_within(seconds: float, what: str, call: Any) -> Any:
+def _call_within(seconds: float, what: str, call: Any) -> Any:
     """``call()`` in a thread of its own; its result, or its exception, within ``seconds``.
 
     Raises
@@ -154,7 +154,8 @@ def call_within(seconds: float, what: str, call: Any) -> Any:
     thread.join(seconds)
     if not outcome:
         raise RuntimeError(
-            f"the scheduler did not answer {what} within {seconds:.3g} s (is it gone?)"
+            f"the scheduler did not answer {what} within {seconds:.3g} s (is it gone?): "
+            "no snapshot of the block"
         )
     ok, value = outcome[0]
     if not ok:
@@ -180,10 +181,7 @@ def check_reachable(client: Any, deadline: ExitDeadline) -> None:
         with contextlib.suppress(Exception):
             client.run_on_scheduler(_scheduler_clock)
 
-    try:
-        call_within(min(deadline.probe, deadline.remaining()), "the exit's first call", probe)
-    except RuntimeError as exc:
-        raise RuntimeError(f"{exc}: no snapshot of the block") from None
+    _call_within(min(deadline.probe, deadline.remaining()), "the exit's first call", probe)
 
 
 def finish_session(
@@ -247,7 +245,7 @@ def finish_session(
         return _finish_by_rpc(client, span_id, tag, t_from, t_to, timeout)
 
     try:
-        reply = call_within(deadline.remaining(), "the exit's flush and snapshot", finish)
+        reply = _call_within(deadline.remaining(), "the exit's flush and snapshot", finish)
     except Exception as exc:
         if not _refuses_pickled_calls(exc):
             raise RuntimeError(
@@ -255,7 +253,7 @@ def finish_session(
                 "no snapshot of the block"
             ) from exc
         notes.append(f"exit through the public RPCs ({type(exc).__name__}: {exc})")
-        reply = call_within(deadline.remaining(), "the exit's flush and snapshot", by_rpc)
+        reply = _call_within(deadline.remaining(), "the exit's flush and snapshot", by_rpc)
     if reply is None:
         raise RuntimeError("no running RoastPlugin on the scheduler (stopped during the block?)")
     return reply

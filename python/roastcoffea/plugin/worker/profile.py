@@ -10,31 +10,40 @@ would have no samples: :func:`window_profile` reads the cycles itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from distributed import profile
 
+from roastcoffea.metrics.hot_lines import pruned, with_leaves
 
-def window_profile(
-    prefixes: Iterable[str], start: float, stop: float, dask_worker: Any = None
-) -> dict[str, dict[str, Any]]:
+#: A worker keeps the frames holding at least this share of a prefix's samples.
+FLOOR = 0.001
+
+
+def window_profile(start: float, stop: float, dask_worker: Any = None) -> dict[str, dict[str, Any]]:
     """``{prefix: profile tree}`` of the cycles overlapping ``[start, stop]`` (scheduler clock).
 
-    Runs on the worker's event loop (``Client.run``), where the profiler also runs,
-    so the trees are read whole; they are copied (``profile.merge``) before the reply.
+    Every prefix with samples in the window. Runs on the worker's event loop
+    (``Client.run``), where the profiler also runs, so the trees are read whole.
+    Each prefix's tree is merged over the cycles (a copy), its innermost frames
+    given their samples (:func:`~roastcoffea.metrics.hot_lines.with_leaves`) and
+    cut to the frames of at least :data:`FLOOR` of its samples: the reply stays
+    small at any run length.
     """
-    history = list(dask_worker.profile_keys_history)
-    trees: dict[str, list[dict[str, Any]]] = {prefix: [] for prefix in prefixes}
+    cycles = []
     began = float("-inf")  # a cycle covers (the previous cycle's end, its own end]
-    for ended, by_prefix in history:
+    for ended, by_prefix in list(dask_worker.profile_keys_history):
         if ended >= start and began <= stop:
-            for prefix, found in trees.items():
-                if prefix in by_prefix:
-                    found.append(by_prefix[prefix])
+            cycles.append(by_prefix)
         began = ended
     if began <= stop:
-        for prefix, found in trees.items():
-            if prefix in dask_worker.profile_keys:
-                found.append(dask_worker.profile_keys[prefix])
-    return {prefix: profile.merge(*found) for prefix, found in trees.items() if found}
+        cycles.append(dask_worker.profile_keys)
+    trees: dict[str, list[dict[str, Any]]] = {}
+    for by_prefix in cycles:
+        for prefix, tree in by_prefix.items():
+            trees.setdefault(prefix, []).append(tree)
+    return {
+        prefix: pruned(with_leaves(merged), FLOOR * merged["count"])
+        for prefix, found in trees.items()
+        if (merged := profile.merge(*found))["count"]
+    }
