@@ -8,8 +8,8 @@ stop=)``), per worker. Dask keys the samples by function (name, file, first
 line) along the call path, not by line: a hot line is a function's first line.
 A sample counts for the innermost function of the user's code on its stack (a
 file outside site-packages, the standard library and roastcoffea, or code
-pickled by value), unless it is inside uproot or coffea below it (reading and
-building arrays: the data-input phases). Native code without Python frames
+pickled by value), unless it is inside uproot or coffea's NanoEvents factory,
+mappings or schemas below it (reading and building arrays: the data-input phases). Native code without Python frames
 (numpy, awkward's kernels) counts for the function that called it.
 """
 
@@ -39,7 +39,11 @@ TREE_MIN_SHARE, TREE_DEPTH = 0.01, 40
 _LIBRARY = re.compile(
     r"[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|[/\\]roastcoffea[/\\]"
 )
-_DATA_INPUT = re.compile(r"[/\\](uproot|coffea)[/\\]")
+#: Reading and building arrays: uproot, and coffea's NanoEvents factory, mappings and
+#: schemas (its behaviours, e.g. a vector's sum, are the user's physics: a library).
+_DATA_INPUT = re.compile(
+    r"[/\\]uproot[/\\]|[/\\]coffea[/\\]nanoevents[/\\](factory|mapping|schemas)"
+)
 #: Code without a file of its own that is the user's: pickled by value (cloudpickle, as
 #: notebooks' processors are) or typed at an IPython prompt.
 _DYNAMIC_USER = ("<dynamic-code>", "<ipython-input")
@@ -50,7 +54,8 @@ Function = tuple[str, int, str]  # file, first line, name
 
 
 def kind(node: dict[str, Any]) -> str:
-    """``"input"`` (uproot, coffea), ``"user"`` (the analysis's own code) or ``"library"``."""
+    """``"input"`` (uproot, coffea's NanoEvents reading), ``"user"`` (the analysis's own
+    code) or ``"library"``."""
     filename = str(node.get("description", {}).get("filename", "<unknown>"))
     if filename.startswith(_DYNAMIC_USER) or _DEMO.search(filename):
         return "user"

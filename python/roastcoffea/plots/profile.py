@@ -11,7 +11,11 @@ from roastcoffea.plots._types import FigureAxes, Size
 
 #: Frame colours by what the code is.
 KIND_COLORS = {"root": "#7f7f7f", "user": COLORS[1], "input": COLORS[0], "library": "#bcbd22"}
-KIND_NAMES = {"user": "the user's code", "input": "uproot, coffea", "library": "other libraries"}
+KIND_NAMES = {
+    "user": "the user's code",
+    "input": "reading, building arrays",
+    "library": "other libraries",
+}
 #: A frame's name is written when its box is at least this share of the width.
 LABEL_SHARE = 0.06
 

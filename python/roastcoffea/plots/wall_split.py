@@ -12,44 +12,48 @@ from roastcoffea.plots._types import FigureAxes, Size
 
 #: Stage shading, lightest for the steady state.
 STAGE_COLORS = {"startup": "#c7c7c7", "steady": "#ffffff", "tail": "#f7b6b6", "finish": "#c7c7c7"}
-STAGE_NAMES = {"startup": "start-up", "steady": "steady", "tail": "tail", "finish": "finish"}
+STAGE_NAMES = {"startup": "start-up, finish", "tail": "tail"}
 TASK_COLOR, TAIL_COLOR = COLORS[0], COLORS[3]
 
 
-def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str]]:
-    """``(start, stop, worker)`` of each processor task, as the wall split read them."""
-    source = metrics.get("wall_split_source")
-    if source == "phase records":
+def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str, Any]]:
+    """``(start, stop, worker, thread)`` of each processor task, as the wall split read them
+    (``thread`` None from chunk records)."""
+    if metrics.get("wall_split_source") == "phase records":
         rows = metrics.get("raw_phase_records") or []
         fields = ("t_start", "t_stop")
     else:
         rows = metrics.get("raw_chunk_metrics") or []
         fields = ("task_start", "task_end")
     return sorted(
-        (r[fields[0]], r[fields[1]], str(r.get("worker")))
+        (r[fields[0]], r[fields[1]], str(r.get("worker")), r.get("thread"))
         for r in rows
         if isinstance(r.get(fields[0]), float) and isinstance(r.get(fields[1]), float)
     )
 
 
-def lanes(intervals: list[tuple[float, float, str]]) -> list[int]:
-    """A lane per interval: on its worker, the first lane free at its start (thread-like)."""
+def lanes(intervals: list[tuple[float, float, str, Any]]) -> list[int]:
+    """A row per interval: its worker's thread, workers one after another.
+
+    Without the thread, the first of the worker's rows free at the interval's start.
+    """
+    rows: dict[str, dict[Any, int]] = {}
     ends: dict[str, list[float]] = {}
-    order: dict[str, int] = {}
     placed = []
-    for start, stop, worker in intervals:
-        free = ends.setdefault(worker, [])
-        lane = next((i for i, end in enumerate(free) if end <= start), len(free))
-        if lane == len(free):
-            free.append(stop)
+    for start, stop, worker, thread in intervals:
+        if thread is not None:
+            lane = rows.setdefault(worker, {}).setdefault(thread, len(rows[worker]))
         else:
-            free[lane] = stop
-        order.setdefault(worker, len(order))
-        placed.append((order[worker], lane))
-    widths = {w: len(e) for w, e in ends.items()}
-    base, offsets = 0, {}
-    for worker, index in sorted(order.items(), key=lambda item: item[1]):
-        offsets[index] = base
+            free = ends.setdefault(worker, [])
+            lane = next((i for i, end in enumerate(free) if end <= start), len(free))
+            free[lane : lane + 1] = [stop]
+        placed.append((worker, lane))
+    widths: dict[str, int] = {}
+    for worker, lane in placed:
+        widths[worker] = max(widths.get(worker, 0), lane + 1)
+    offsets, base = {}, 0
+    for worker in dict.fromkeys(w for w, _ in placed):
+        offsets[worker] = base
         base += widths[worker]
     return [offsets[w] + lane for w, lane in placed]
 
@@ -72,7 +76,7 @@ def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> Figur
         begin, end = split[stage]["start"] - origin, split[stage]["end"] - origin
         if end > begin:
             ax.axvspan(begin, end, color=color, alpha=0.6, lw=0, zorder=0)
-    for (start, stop, _), row in zip(intervals, rows, strict=True):
+    for (start, stop, _, _), row in zip(intervals, rows, strict=True):
         color = TAIL_COLOR if stop > tail_start else TASK_COLOR
         ax.barh(row, stop - start, left=start - origin, height=0.7, color=color, edgecolor="white")
     label_axes(ax, "seconds since the block's entry", "thread (by worker)", title, grid="x")

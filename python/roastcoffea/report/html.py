@@ -273,6 +273,7 @@ def _figures(metrics: Mapping[str, Any], on_figure: FigureProgress | None) -> di
 #: Sections of the page: (anchor, heading).
 SECTIONS = (
     ("summary", "Summary"),
+    ("findings", "What to Change"),
     ("phases", "Processor Phases"),
     ("fine-metrics", "Fine Metrics"),
     ("figures", "Figures"),
@@ -290,12 +291,20 @@ WIDE_TABLES = frozenset(
         tables.FAILED_CHUNKS_TITLE,
         tables.SECTIONS_TITLE,
         tables.DIAGNOSIS_TITLE,
+        tables.TAIL_TITLE,
+        tables.READS_TITLE,
+        tables.COST_TITLE,
+        tables.HOT_LINES_TITLE,
     }
 )
 
 
 #: What each section says under its heading.
 _INTROS = {
+    "findings": "Why the run took as long as it did, and what typically helps: the "
+    "diagnosis, where the wall time went (start-up, steady state, the tail, the finish), "
+    "the chunks that held the tail, what one event costs, the hot lines of the user's code "
+    "from Dask's own profiler, and the shape of the reads.",
     "phases": "Where the processor tasks' time went, split by the phase clock of the worker "
     "plugin: opening files, waiting for bytes, decompressing, building arrays, the user's "
     "code, compressing the output, and the rest. The phases of a task add up to its "
@@ -327,6 +336,7 @@ def _content(
                 ]
             )
         },
+        "findings": _findings_content(metrics),
         "phases": _phases_content(metrics),
         "fine-metrics": {
             "tables": _tables(
@@ -357,9 +367,23 @@ def _content(
     }
 
 
-def _phases_content(metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _findings_content(metrics: Mapping[str, Any]) -> dict[str, Any]:
     found = [
         tables.diagnosis_table(metrics),
+        tables.wall_split_table(metrics),
+        tables.tail_table(metrics),
+        tables.cost_table(metrics),
+        tables.hot_lines_table(metrics),
+        tables.reads_table(metrics),
+    ]
+    if all(table is None for table in found):
+        reason = metrics.get("unavailable", {}).get("wall_split", "not measured")
+        return {"empty": f"No findings: {reason}."}
+    return {"tables": _tables(found, WIDE_TABLES)}
+
+
+def _phases_content(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    found = [
         tables.phases_table(metrics),
         tables.codecs_table(metrics),
     ]

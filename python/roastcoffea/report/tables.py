@@ -839,7 +839,7 @@ def hot_lines_table(metrics: Mapping[str, Any]) -> TableData | None:
     )
     samples = metrics.get("user_profile_samples")
     note = (
-        f"Shares of the {format_number(_or_zero(samples))} samples Dask's profiler took in the "
+        f"Shares of the {count(round(_or_zero(samples)))} samples Dask's profiler took in the "
         "user's own code (every 10 ms of each processor task; reading and building arrays "
         "excluded). Own: in the function itself and the native code it calls; with callees: "
         "also in the user's functions it calls. Line: the function's first line (Dask keys "
@@ -876,10 +876,10 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     wall_split_table,
     tail_table,
     cost_table,
-    phases_table,
-    codecs_table,
     hot_lines_table,
     reads_table,
+    phases_table,
+    codecs_table,
     fine_metrics_table,
     prefix_table,
     worker_table,
