@@ -9,8 +9,9 @@ line) along the call path, not by line: a hot line is a function's first line.
 A sample counts for the innermost function of the user's code on its stack (a
 file outside site-packages, the standard library and roastcoffea, or code
 pickled by value), unless it is inside uproot or coffea's NanoEvents factory,
-mappings or schemas below it (reading and building arrays: the data-input phases). Native code without Python frames
-(numpy, awkward's kernels) counts for the function that called it.
+mappings or schemas below it (reading and building arrays: the data-input
+phases). Native code without Python frames (numpy, awkward's kernels) counts for
+the function that called it.
 """
 
 from __future__ import annotations
