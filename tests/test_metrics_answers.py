@@ -19,6 +19,7 @@ from test_metrics_support import (
 
 from roastcoffea import compare_costs, regressions_above
 from roastcoffea.metrics.diagnosis import read_findings
+from roastcoffea.metrics.hot_lines import with_leaves
 
 FILE_A, FILE_B = "root://eos/a.root", "root://eos/b.root"
 
@@ -186,3 +187,54 @@ def test_compare_marks_a_real_slow_down_and_not_the_same_cost() -> None:
 def test_compare_without_phase_records_says_why() -> None:
     with pytest.raises(ValueError, match="the before run has no phase records"):
         compare_costs({"raw_phase_records": None}, {"raw_phase_records": costed(1.0, 2)})
+
+
+def frame(name: str, file: str, count: int, *children: dict[str, Any]) -> dict[str, Any]:
+    """A node of Dask's profile tree (``distributed.profile`` layout)."""
+    return {
+        "count": count,
+        "identifier": f"{name};{file};10",
+        "description": {"filename": file, "name": name, "line_number": 12, "line": "x = 1"},
+        "children": {c["identifier"]: c for c in children},
+    }
+
+
+USER = "/home/me/analysis.py"
+UPROOT = "/venv/lib/python3.11/site-packages/uproot/source/file.py"
+NUMPY = "/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py"
+
+
+def test_the_innermost_frames_get_the_samples_dask_counts_in_their_callers() -> None:
+    # Dask counts a sample in every frame but the innermost: process() holds 10 samples,
+    # its callees' counts 0 (spin, only ever innermost) and 3 (np.sum, innermost 1 time).
+    tree = frame(
+        "root",
+        "",
+        10,
+        frame(
+            "process",
+            USER,
+            10,
+            frame("spin", USER, 0),
+            frame("sum", NUMPY, 3, frame("_wrapreduction", NUMPY, 0)),
+            frame("read", UPROOT, 2, frame("pread", UPROOT, 0)),
+        ),
+    )
+    tree["description"] = "root"
+    m = metrics_of(profiles={W1: {"proc": with_leaves(tree)}})
+    hot = {h["function"]: h for h in m["hot_lines"]}
+    # 10 - 3 - 2 = 5 samples had a callee of process innermost: the one only ever innermost.
+    assert hot["spin"]["samples"] == 5
+    # np.sum's 3 samples are the user's (native work it called), uproot's 2 are data input.
+    assert hot["process"]["samples"] == 3 and hot["process"]["inclusive_samples"] == 8
+    assert m["user_profile_samples"] == 8
+    assert hot["spin"]["share_percent"] == pytest.approx(62.5)
+    assert (hot["spin"]["file"], hot["spin"]["line"]) == (USER, 10)
+
+
+def test_without_samples_the_hot_lines_say_why() -> None:
+    empty = {"count": 0, "identifier": "root", "description": "root", "children": {}}
+    m = metrics_of(profiles={W1: {"proc": with_leaves(empty)}})
+    assert m["hot_lines"] is None and "profile.enabled" in m["unavailable"]["hot_lines"]
+    m = metrics_of(profile_reason="hot lines are off (roastcoffea.hot-lines: false)")
+    assert m["unavailable"]["profile_tree"] == "hot lines are off (roastcoffea.hot-lines: false)"

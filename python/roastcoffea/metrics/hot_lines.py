@@ -82,14 +82,16 @@ def merge(trees: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def with_leaves(node: dict[str, Any], at: float | None = None) -> dict[str, Any]:
+def with_leaves(
+    node: dict[str, Any], floor: float = 0.0, at: float | None = None
+) -> dict[str, Any]:
     """The tree with ``at``: the samples with the frame on the stack, innermost included.
 
     Dask counts a sample in every frame of its stack but the innermost, so a
     frame's count exceeds its children's by the samples whose innermost frame
     was one of its children. Those go to the children that were never anything
     but innermost (count 0), evenly, else to all children in proportion to
-    their counts.
+    their counts. Frames of fewer than ``floor`` samples are left out (not built).
     """
     children = list(node.get("children", {}).values())
     residual = node["count"] - sum(c["count"] for c in children)
@@ -100,14 +102,12 @@ def with_leaves(node: dict[str, Any], at: float | None = None) -> dict[str, Any]
         else [float(c["count"]) for c in children]
     )
     total = sum(weights)
-    return {
-        **node,
-        "at": node["count"] if at is None else at,
-        "children": {
-            c["identifier"]: with_leaves(c, c["count"] + (residual * w / total if total else 0))
-            for c, w in zip(children, weights, strict=True)
-        },
-    }
+    kept = {}
+    for child, weight in zip(children, weights, strict=True):
+        child_at = child["count"] + (residual * weight / total if total else 0.0)
+        if child_at >= floor:
+            kept[child["identifier"]] = with_leaves(child, floor, child_at)
+    return {**node, "at": node["count"] if at is None else at, "children": kept}
 
 
 def _function(node: dict[str, Any]) -> Function:

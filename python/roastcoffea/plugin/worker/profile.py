@@ -14,10 +14,11 @@ from typing import Any
 
 from distributed import profile
 
-from roastcoffea.metrics.hot_lines import pruned, with_leaves
+from roastcoffea._gc import paused as paused_gc
+from roastcoffea.metrics.hot_lines import with_leaves
 
 #: A worker keeps the frames holding at least this share of a prefix's samples.
-FLOOR = 0.001
+FLOOR = 0.005
 
 
 def window_profile(start: float, stop: float, dask_worker: Any = None) -> dict[str, dict[str, Any]]:
@@ -26,10 +27,17 @@ def window_profile(start: float, stop: float, dask_worker: Any = None) -> dict[s
     Every prefix with samples in the window. Runs on the worker's event loop
     (``Client.run``), where the profiler also runs, so the trees are read whole.
     Each prefix's tree is merged over the cycles (a copy), its innermost frames
-    given their samples (:func:`~roastcoffea.metrics.hot_lines.with_leaves`) and
-    cut to the frames of at least :data:`FLOOR` of its samples: the reply stays
-    small at any run length.
+    given their samples and the frames under :data:`FLOOR` of its samples left out
+    (:func:`~roastcoffea.metrics.hot_lines.with_leaves`): the reply stays
+    small at any run length. The cyclic garbage collector is paused meanwhile: the
+    trees are short-lived and acyclic, and a collection they triggered would scan
+    the worker's whole heap.
     """
+    with paused_gc():
+        return _window_profile(start, stop, dask_worker)
+
+
+def _window_profile(start: float, stop: float, dask_worker: Any) -> dict[str, dict[str, Any]]:
     cycles = []
     began = float("-inf")  # a cycle covers (the previous cycle's end, its own end]
     for ended, by_prefix in list(dask_worker.profile_keys_history):
@@ -43,7 +51,7 @@ def window_profile(start: float, stop: float, dask_worker: Any = None) -> dict[s
         for prefix, tree in by_prefix.items():
             trees.setdefault(prefix, []).append(tree)
     return {
-        prefix: pruned(with_leaves(merged), FLOOR * merged["count"])
+        prefix: with_leaves(merged, FLOOR * merged["count"])
         for prefix, found in trees.items()
         if (merged := profile.merge(*found))["count"]
     }
