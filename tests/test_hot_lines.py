@@ -91,9 +91,10 @@ def test_the_helper_s_line_is_first_with_its_share_of_user_cpu(
     # the samples in the user's code.
     spin_share = 100.0 * output["spin_cpu"] / m["phase_cpu_seconds"]["user"]
     assert abs(first["share_percent"] - spin_share) <= 10.0, (first, spin_share)
-    process = next(h for h in m["hot_lines"] if h["function"] == "process")
-    assert process["inclusive_percent"] == pytest.approx(100.0)
-    assert process["inclusive_samples"] >= first["inclusive_samples"] >= first["samples"]
+    assert first["inclusive_samples"] == pytest.approx(first["samples"])  # spin calls no user code
+    # process() is listed only when a sample landed in it outside spin: then it holds all.
+    for process in (h for h in m["hot_lines"] if h["function"] == "process"):
+        assert process["inclusive_percent"] == pytest.approx(100.0)
     assert set(m["hot_lines_per_worker"]) <= set(m["per_worker"])
     assert m["user_profile_samples"] <= m["profile_samples"]
 
