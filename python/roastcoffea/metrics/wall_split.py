@@ -63,19 +63,24 @@ class Task:
         return self.stop - self.start
 
 
+#: Where the task intervals come from: the records, and their start and stop fields.
+SOURCES = {"phase records": ("t_start", "t_stop"), "chunk records": ("task_start", "task_end")}
+
+
 def tasks_of(inputs: MetricsInputs) -> tuple[list[Task], str]:
     """The processor task executions and where they come from (phase or chunk records)."""
-    phased = [_from_phases(r) for r in inputs.phases]
+    phased = [_task(r, *SOURCES["phase records"]) for r in inputs.phases]
     if phased and all(t is not None for t in phased):
         return [t for t in phased if t is not None], "phase records"
-    chunked = [_from_chunk(r) for r in inputs.chunks]
+    chunked = [_task(r, *SOURCES["chunk records"]) for r in inputs.chunks]
     if chunked and all(t is not None for t in chunked):
         return [t for t in chunked if t is not None], "chunk records"
-    return [], _why_none(inputs, phased, chunked)
+    return [], _why_none(phased, chunked)
 
 
-def _from_phases(record: dict[str, Any]) -> Task | None:
-    start, stop = record.get("t_start"), record.get("t_stop")
+def _task(record: dict[str, Any], start_field: str, stop_field: str) -> Task | None:
+    """A record's task, its phases when it carries them; None without both times."""
+    start, stop = record.get(start_field), record.get(stop_field)
     if not (is_number(start) and is_number(stop)):
         return None
     wall = record.get("wall")
@@ -90,22 +95,7 @@ def _from_phases(record: dict[str, Any]) -> Task | None:
     )
 
 
-def _from_chunk(record: dict[str, Any]) -> Task | None:
-    start, stop = record.get("task_start"), record.get("task_end")
-    if not (is_number(start) and is_number(stop)):
-        return None
-    return Task(
-        record.get("task_key"),
-        start,
-        stop,
-        record.get("worker"),
-        record.get("dataset"),
-        record.get("file"),
-        None,
-    )
-
-
-def _why_none(inputs: MetricsInputs, phased: list[Any], chunked: list[Any]) -> str:
+def _why_none(phased: list[Any], chunked: list[Any]) -> str:
     if phased:
         return f"{phased.count(None)} of {len(phased)} phase records lack Dask's task stop"
     if chunked:
@@ -218,7 +208,7 @@ def _put_tail(tasks: list[Task], tail_start: float, out: Metrics) -> None:
             for t in in_tail
         ],
     )
-    cause = tail_cause(tasks, in_tail, median)
+    cause = tail_cause(tasks, in_tail, median, phase_medians)
     if cause is None:
         out.missing("tail_cause", "the tail holds no chunk at least 2x the median")
     else:
@@ -246,7 +236,9 @@ def _cause(task: Task, medians: dict[str, float]) -> dict[str, Any]:
     }
 
 
-def tail_cause(tasks: list[Task], in_tail: list[Task], median: float) -> dict[str, Any] | None:
+def tail_cause(
+    tasks: list[Task], in_tail: list[Task], median: float, phase_medians: dict[str, float]
+) -> dict[str, Any] | None:
     """What made the tail's slow chunks slow: one file, one worker, or the chunks' size.
 
     A file (a worker) is the cause when every slow chunk of the tail is its, and its
@@ -256,7 +248,7 @@ def tail_cause(tasks: list[Task], in_tail: list[Task], median: float) -> dict[st
     slow = [t for t in in_tail if median > 0 and t.seconds >= SLOW * median]
     if not slow:
         return None
-    phases = Counter(_cause(t, _phase_medians(tasks))["cause"] for t in slow)
+    phases = Counter(_cause(t, phase_medians)["cause"] for t in slow)
     phase = phases.most_common(1)[0][0]
     for kind in ("file", "worker"):
         names = {getattr(t, kind) for t in slow}

@@ -7,6 +7,7 @@ from typing import Any
 
 from matplotlib.patches import Patch
 
+from roastcoffea.metrics.wall_split import SOURCES
 from roastcoffea.plots._common import COLORS, count_axis, figure, label_axes, legend, new_figure
 from roastcoffea.plots._types import FigureAxes, Size
 
@@ -19,12 +20,10 @@ TASK_COLOR, TAIL_COLOR = COLORS[0], COLORS[3]
 def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str, Any]]:
     """``(start, stop, worker, thread)`` of each processor task, as the wall split read them
     (``thread`` None from chunk records)."""
-    if metrics.get("wall_split_source") == "phase records":
-        rows = metrics.get("raw_phase_records") or []
-        fields = ("t_start", "t_stop")
-    else:
-        rows = metrics.get("raw_chunk_metrics") or []
-        fields = ("task_start", "task_end")
+    source = metrics.get("wall_split_source")
+    records = "raw_phase_records" if source == "phase records" else "raw_chunk_metrics"
+    rows = metrics.get(records) or []
+    fields = SOURCES.get(str(source), SOURCES["chunk records"])
     return sorted(
         (r[fields[0]], r[fields[1]], str(r.get("worker")), r.get("thread"))
         for r in rows
