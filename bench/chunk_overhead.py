@@ -90,6 +90,7 @@ from common import (
     run_child,
     table,
 )
+from task_stream_split import PARTS, stream_index, stream_since, wall_parts
 
 RESULT = "COLLECTOR-OVERHEAD-RESULT "
 #: chunk size -> (events, files, datasets) of the workload: each dataset reads all the
@@ -259,6 +260,7 @@ class Rounds:
         draw: random.Random,
         without: str | None = None,
         against: str | None = None,
+        split: bool = False,
     ) -> None:
         import roastcoffea
 
@@ -275,8 +277,14 @@ class Rounds:
         # --against: the baseline variant is ours too, with these options; None: bare
         self.baseline_options = {"phases": False} if against == "phases" else None
         self.parts: list[dict[str, Any]] = []
+        # --split: each run at once's wall split from Dask's task stream, per variant
+        self.split = split
+        self.splits: list[dict[str, dict[str, float]]] = []
+        self._last_split: dict[str, dict[str, float]] = {}
         for client in (bare, collected):
             client.run(clock_collections)
+            if split:
+                client.run_on_scheduler(stream_index)
         self._register()
 
     def _register(self) -> None:
@@ -301,9 +309,10 @@ class Rounds:
 
     def warm_up(self) -> None:
         """A run of each variant, not measured: imports, page cache, tree indexes, hooks."""
-        kept = len(self.parts)
+        kept, kept_splits = len(self.parts), len(self.splits)
         self.run_together((0, 0))
         del self.parts[kept:]
+        del self.splits[kept_splits:]
 
     def phase(self) -> tuple[int, int]:
         """The collector's starting point for the runs of a round (:func:`draw_collector_phase`)."""
@@ -328,6 +337,8 @@ class Rounds:
         missing = {"bare", "collected"} - samples.keys()
         if missing:
             raise RuntimeError(f"the together run of {sorted(missing)} failed")
+        if self.split:
+            self.splits.append(dict(self._last_split))
         return samples
 
     def run(self, variant: str, phase: tuple[int, int]) -> tuple[float, ...]:
@@ -352,25 +363,32 @@ class Rounds:
             savemetrics=True,
         )
         client.run(start_collector_at, phase)
+        index = client.run_on_scheduler(stream_index) if self.split else 0
         before = workers_cpu(client)
         scheduler_before = client.run_on_scheduler(scheduler_loop_cpu)
-        start = time.perf_counter()
+        # the wall clock the workers stamp their tasks with, for the split
+        start = entered = time.time()
         if not monitored:
             runner(self.fileset, processor_instance=proc, treename="Events")
-            fixed = 0.0
+            leaving = time.time()
         else:
             mc = MetricsCollector(client, processor_instance=proc)
             mc.__enter__()
-            entered = time.perf_counter()
+            entered = time.time()
             try:
                 output, report = runner(self.fileset, processor_instance=proc, treename="Events")
                 mc.extract_metrics_from_output(output)
                 mc.set_coffea_report(report)
             finally:
-                leaving = time.perf_counter()
+                leaving = time.time()
                 mc.__exit__(None, None, None)
-            fixed = entered - start + time.perf_counter() - leaving
-        wall = time.perf_counter() - start
+        end = time.time()
+        wall, fixed = end - start, entered - start + end - leaving
+        if self.split:
+            tasks = client.run_on_scheduler(stream_since, index=index)
+            self._last_split[variant] = wall_parts(
+                tasks, start, entered, leaving, end, frozenset({type(proc).__name__})
+            )
         scheduler = client.run_on_scheduler(scheduler_loop_cpu) - scheduler_before
         cpu, tasks, loop, kernel, faults, collections, full = (
             b - a for a, b in zip(before, workers_cpu(client), strict=True)
@@ -398,6 +416,7 @@ class Plan:
     alone: bool = False  # also the variants one after the other
     without: str | None = None  # the part of ours the collected variant runs without
     against: str | None = None  # the baseline is ours without this part (None: bare)
+    split: bool = False  # each run's wall split from Dask's task stream
 
     def arguments(self) -> list[str]:
         """The command line that makes :func:`main` run :func:`child` with this plan."""
@@ -405,6 +424,7 @@ class Plan:
         args += ["--alone"] if self.alone else []
         args += ["--without", self.without] if self.without else []
         args += ["--against", self.against] if self.against else []
+        args += ["--split"] if self.split else []
         args += ["--chunksize", str(self.chunksize), "--datasets", str(self.datasets)]
         return [*args, *self.files]
 
@@ -428,6 +448,7 @@ def child(plan: Plan) -> dict[str, Any]:
     samples: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     together: dict[str, list[tuple[float, ...]]] = {"bare": [], "collected": []}
     parts: list[dict[str, Any]] = []
+    splits: list[dict[str, dict[str, float]]] = []
     draw = random.Random(plan.chunksize)
     for _ in range(plan.blocks):
         with ExitStack() as stack:
@@ -447,6 +468,7 @@ def child(plan: Plan) -> dict[str, Any]:
                 draw,
                 plan.without,
                 plan.against,
+                plan.split,
             )
             rounds_.warm_up()
             for i in range(plan.rounds):
@@ -461,12 +483,14 @@ def child(plan: Plan) -> dict[str, Any]:
                 for variant, sample in rounds_.run_together(rounds_.phase()).items():
                     together[variant].append(sample)
             parts += rounds_.parts
+            splits += rounds_.splits
     return {
         "version": roastcoffea.__version__,
         "blocks": plan.blocks,
         "samples": samples,
         "together": together,
         "parts": parts,
+        "splits": splits,
     }
 
 
@@ -581,6 +605,8 @@ def report_size(chunksize: int, chunks: int, results: dict[str, dict[str, Any]])
         + (f"; the accepted cost with phases on: about {accepted}" if accepted else "")
     )
     report_parts(results["ours"]["parts"], ours)
+    if results["ours"].get("splits"):
+        report_split(results["ours"]["splits"], results["ours"]["blocks"], chunks)
     if "scheduler_ms" in ours:
         print(
             "ours, on the scheduler (its event loop thread, not in the workers' figures; "
@@ -622,6 +648,36 @@ def report_parts(parts: list[dict[str, Any]], ours: dict[str, list[float]]) -> N
     )
 
 
+def report_split(splits: list[dict[str, dict[str, float]]], blocks: int, chunks: int) -> None:
+    """Where the wall of the runs at once went, bare and collected side by side: each part
+    of :data:`task_stream_split.PARTS` (and the compute of each task prefix) in ms per
+    chunk, and collected - bare with its interval over blocks; the parts tile the wall."""
+    names = list(PARTS)
+    names += sorted({k for s in splits for v in s.values() for k in v if k not in PARTS})
+    rows = []
+    for name in [*names, "wall"]:
+
+        def part(run: dict[str, float], name: str = name) -> float:
+            if name == "wall":
+                return sum(run[p] for p in PARTS)
+            return run.get(name, 0.0)
+
+        bare = [1e3 * part(s["bare"]) / chunks for s in splits]
+        collected = [1e3 * part(s["collected"]) / chunks for s in splits]
+        extra = [c - b for b, c in zip(bare, collected, strict=True)]
+        rows.append(
+            [
+                name,
+                f"{median(bare):.3f}",
+                f"{median(collected):.3f}",
+                shown(block_means(extra, blocks), 3),
+            ]
+        )
+    headers = ["wall split (task stream)", "bare ms/chunk", "collected ms/chunk", "extra (95% CI)"]
+    print("ours, where the wall of the runs at once went:")
+    print(table(headers, rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4, help="rounds per block (4)")
@@ -652,6 +708,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the baseline is ours without the phase clock instead of bare: the figures are "
         "the clock's cost side by side; 0.1.2 is not run",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="also split each run's wall from Dask's task stream (start-up, compute per task "
+        "prefix, between tasks, finish), bare and collected side by side",
+    )
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--datasets", type=int, help=argparse.SUPPRESS)
     child_arguments(parser)
@@ -669,6 +731,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.alone,
                     args.without,
                     args.against,
+                    args.split,
                 )
             ),
         )
@@ -712,7 +775,15 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = {"error": f"{python} not found (venv not made)"}
                 continue
             plan = Plan(
-                files, chunksize, datasets, rounds, blocks, args.alone, args.without, args.against
+                files,
+                chunksize,
+                datasets,
+                rounds,
+                blocks,
+                args.alone,
+                args.without,
+                args.against,
+                args.split,
             )
             results[name] = spawn(python, plan)
         report_size(chunksize, chunks, results)
