@@ -294,11 +294,16 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         return perf_end
 
     def _finish(self, perf_end: float) -> None:
+        """What the exit waits for: everything the metrics need from the cluster.
+
+        The flush and snapshot, with the workers' profiles asked for beside them, and
+        the records decoded. The metrics are computed when first asked for
+        (:meth:`get_metrics`): the analysis goes on without waiting for them.
+        """
         self._window = (self._window[0], (self.t_end or time.time()) + WINDOW_PAD)
         profiles = self._guard("profile request", self._request_profiles)
         self._guard("snapshot", self._take_snapshot)
-        # The rest builds every record and metric at once: no garbage for the collector.
-        with paused_gc():
+        with paused_gc():  # builds every record at once: no garbage for the collector
             if self.snapshot is not None:
                 self._guard("decode records", self._select_records)
                 self._guard("profile", lambda: self._take_profiles(profiles))
@@ -308,12 +313,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             if view is not None:
                 final = self._guard("final live figures", self._final_live_figures)
                 self._guard("stop live view", lambda: view.stop(final))
-            self._dirty = True
-            if self.coffea_report is not None:
-                self._guard("compute metrics", self._refresh)
+        self._dirty = True
         self._exit_seconds = time.perf_counter() - perf_end
-        if self._metrics is not None:
-            self._metrics.setdefault("monitoring", {})["exit_seconds"] = self._exit_seconds
         self._log_errors()
 
     def _log_errors(self) -> None:
@@ -547,7 +548,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self._dirty = False
         self._metrics = None
         try:
-            metrics = compute_metrics(self._inputs(self.coffea_report))
+            with paused_gc():  # every metric at once: no garbage for the collector
+                metrics = compute_metrics(self._inputs(self.coffea_report))
         except Exception as exc:
             self._metrics_error = f"{type(exc).__name__}: {exc}"
             raise
