@@ -57,6 +57,11 @@ estimate); the workers' kernel CPU, minor page faults and garbage collections
 (``gc.callbacks``: each collection's CPU, the full ones counted); and the CPU of each
 scheduler's event loop thread.
 
+``--split`` also splits the wall of every run at once by Dask's own task stream, bare and
+collected alike (:mod:`task_stream_split`: the collector's entry and exit, start-up, each task
+prefix's compute, the thread idle between tasks, the finish), and prints collected - bare per
+part: where the wall the monitoring adds goes.
+
 ``--without phases`` runs ours with the phase clock off (``RoastPlugin(phases=False)``), and
 ``--without decorator`` runs the plugin and the phase clock on the bare processor (no
 ``@track_metrics``). ``--against phases`` makes the baseline ours with the clock off (the

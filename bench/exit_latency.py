@@ -1,10 +1,11 @@
 """Collector exit latency: ours against roastcoffea 0.1.2 from PyPI, same workload.
 
 What it measures: the time ``MetricsCollector.__exit__`` takes, from the last statement
-of the ``with`` block (after ``set_coffea_report`` and ``extract_metrics_from_output``,
-so both versions compute their metrics at exit) to the first statement after it. For
-ours that is the flush, the snapshot of the span, the chunk records and the metrics;
-for 0.1.2 its fixed ``time.sleep(0.5)``, the span query and the aggregation.
+of the ``with`` block (after ``set_coffea_report`` and ``extract_metrics_from_output``)
+to the first statement after it. For ours that is the flush, the snapshot of the span and
+the chunk records, the metrics being computed at the first ``get_metrics()``, timed apart
+and added for the comparison with 0.1.2; for 0.1.2 its fixed ``time.sleep(0.5)``, the
+span query and the aggregation.
 
 How: a dijet + muon processor with ``@track_metrics`` and ``track_time`` sections (the
 API both versions share) runs with coffea ``Runner`` + ``DaskExecutor`` on synthetic
@@ -62,6 +63,7 @@ def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
     fileset = {"synthetic": {"files": dict.fromkeys(files, TREE)}}
     latencies: list[float] = []
     without_hot_lines: list[float] = []
+    with_metrics: list[float] = []  # the exit, then the first get_metrics()
     has_hot_lines = dask.config.get("roastcoffea.hot-lines", None) is not None
     settings = [True, False] if has_hot_lines else [True]
     summary: dict[str, Any] = {}
@@ -89,9 +91,11 @@ def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
                     mc.set_coffea_report(report)
                     start = time.perf_counter()
                 latency = time.perf_counter() - start
+                metrics = mc.get_metrics()
                 if i > 0:
                     (latencies if hot_lines else without_hot_lines).append(latency)
-            metrics = mc.get_metrics()
+                    if hot_lines:
+                        with_metrics.append(time.perf_counter() - start)
             summary = {
                 "num_chunks": metrics.get("num_chunks"),
                 "total_events": metrics.get("total_events"),
@@ -101,6 +105,7 @@ def child(files: list[str], runs: int, chunksize: int) -> dict[str, Any]:
         "version": roastcoffea.__version__,
         "latencies": latencies,
         "without_hot_lines": without_hot_lines,
+        "with_metrics": with_metrics,
         **summary,
     }
 
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     halves = [math.ceil(args.runs / 2), args.runs // 2]
     results: dict[str, dict[str, Any]] = {
-        "ours": {"latencies": [], "without_hot_lines": []},
+        "ours": {"latencies": [], "without_hot_lines": [], "with_metrics": []},
         "0.1.2": {"latencies": []},
     }
     pythons = {"ours": sys.executable, "0.1.2": args.rc012_python}
@@ -151,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             results[name]["latencies"] += got.pop("latencies")
             if name == "ours":
-                results[name]["without_hot_lines"] += got.pop("without_hot_lines")
+                for key in ("without_hot_lines", "with_metrics"):
+                    results[name][key] += got.pop(key)
             results[name].update(got)
             print(f"  {name}: {runs} runs done", flush=True)
 
@@ -195,9 +201,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"ours without hot lines (roastcoffea.hot-lines false, alternating): median "
                 f"{median(plain) * 1e3:.1f} ms; with / without: {median(ours) / median(plain):.3f}"
             )
+        computed = results["ours"]["with_metrics"]
+        print(
+            f"ours, the exit then the first get_metrics() (what 0.1.2's exit does): median "
+            f"{median(computed) * 1e3:.1f} ms"
+        )
         theirs = results["0.1.2"]["latencies"]
         if theirs:
-            print(f"0.1.2 / ours: {median(theirs) / median(ours):.1f}x")
+            print(f"0.1.2 / ours, metrics computed: {median(theirs) / median(computed):.1f}x")
     return 0
 
 
