@@ -657,18 +657,11 @@ def report_split(splits: list[dict[str, dict[str, float]]], blocks: int, chunks:
     """Where the wall of the runs at once went, bare and collected side by side: each part
     of :data:`task_stream_split.PARTS` (and the compute of each task prefix) in ms per
     chunk, and collected - bare with its interval over blocks; the parts tile the wall."""
-    names = list(PARTS)
-    names += sorted({k for s in splits for v in s.values() for k in v if k not in PARTS})
+    prefixes = {k for s in splits for v in s.values() for k in v if k.startswith("compute:")}
     rows = []
-    for name in [*names, "wall"]:
-
-        def part(run: dict[str, float], name: str = name) -> float:
-            if name == "wall":
-                return sum(run[p] for p in PARTS)
-            return run.get(name, 0.0)
-
-        bare = [1e3 * part(s["bare"]) / chunks for s in splits]
-        collected = [1e3 * part(s["collected"]) / chunks for s in splits]
+    for name in [*PARTS, *sorted(prefixes), "wall"]:
+        bare = [1e3 * s["bare"].get(name, 0.0) / chunks for s in splits]
+        collected = [1e3 * s["collected"].get(name, 0.0) / chunks for s in splits]
         extra = [c - b for b, c in zip(bare, collected, strict=True)]
         rows.append(
             [

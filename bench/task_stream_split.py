@@ -1,7 +1,8 @@
 """A run's wall time split from Dask's own task stream, for a worker with one thread.
 
-The same stages as :mod:`roastcoffea.metrics.wall_split`, read from the scheduler's
-``TaskStreamPlugin`` so that a bare run (no roastcoffea on its cluster) is split by the same
+Start-up and finish are bounded as in :mod:`roastcoffea.metrics.wall_split`, by the first
+task's start and the last one's end, but the tasks are read from the scheduler's
+``TaskStreamPlugin``, so that a bare run (no roastcoffea on its cluster) is split by the same
 rule as a monitored one. On one thread the parts tile the run's wall exactly:
 
 * enter, exit: ``MetricsCollector.__enter__`` and ``__exit__`` (none in a bare run);
@@ -49,23 +50,23 @@ def wall_parts(
     ended: float,
     processors: frozenset[str] = frozenset(),
 ) -> dict[str, float]:
-    """The parts of :data:`PARTS` in seconds, and ``compute:<prefix>`` for each prefix
-    (``compute:processor`` for the prefixes in ``processors``).
+    """The parts of :data:`PARTS` in seconds, ``compute:<prefix>`` for each prefix
+    (``compute:processor`` for the prefixes in ``processors``) and their sum, ``wall``.
 
     ``started`` and ``ended`` bound the run, ``entered`` and ``leaving`` the block inside
     the collector (equal to them in a bare run); all on the wall clock the workers use.
     """
-    intervals = sorted(
+    intervals = [
         (a, b, "processor" if prefix in processors else prefix)
         for prefix, spans in tasks
         for a, b in spans
-    )
+    ]
     if not intervals:
         raise ValueError("no task ran in the run")
     by_prefix: dict[str, float] = defaultdict(float)
     for a, b, prefix in intervals:
         by_prefix[prefix] += b - a
-    first, last = intervals[0][0], max(b for _, b, _ in intervals)
+    first, last = min(a for a, _, _ in intervals), max(b for _, b, _ in intervals)
     compute = sum(by_prefix.values())
     parts = {
         "enter": entered - started,
@@ -74,6 +75,7 @@ def wall_parts(
         "between": last - first - compute,
         "finish": leaving - last,
         "exit": ended - leaving,
+        "wall": ended - started,
     }
     parts.update({f"compute:{p}": s for p, s in by_prefix.items()})
     return parts
