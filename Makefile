@@ -10,8 +10,10 @@ RC012_VENV := .venv-0.1.2
 VPY        := $(VENV)/bin/python
 DEB_PKGS   := libmsgpack-dev uthash-dev libcjson-dev pkg-config cmake gcc
 # The HTML report test renders the report in a headless browser; the Prometheus
-# test scrapes a running cluster with a real Prometheus server.
-TEST_DEB_PKGS := chromium prometheus
+# test scrapes a running cluster with a real Prometheus server; the XRootD tests
+# (and `make demo XROOTD=1`) serve their files from a real xrootd.
+XROOTD_DEB_PKGS := xrootd-server
+TEST_DEB_PKGS := chromium prometheus $(XROOTD_DEB_PKGS)
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev
 BENCH_DEB_PKGS := valgrind
 CTEST_DIR  := build/ctest
@@ -23,10 +25,11 @@ NATIVE_INPUTS := pyproject.toml CMakeLists.txt $(wildcard native/src/*.[ch] nati
 # (a package directory's time changes) needs the install again.
 PACKAGE_DIRS := $(shell find python/roastcoffea -type d -not -name __pycache__)
 
-.PHONY: demo test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench bench-0.1.2 wheel docs notebooks clean
+.PHONY: demo xrootd-deps test test-fast test-loaded ctest pytest pytest-fast lint deps test-deps fuzz bench bench-0.1.2 wheel docs notebooks clean
 
-demo: $(VENV)/.installed
-	$(VENV)/bin/roastcoffea demo
+# XROOTD=1: the demo reads its files as root:// URLs from a local XRootD server.
+demo: $(VENV)/.installed $(if $(XROOTD),xrootd-deps)
+	$(VENV)/bin/roastcoffea demo $(if $(XROOTD),--xrootd)
 
 test: ctest pytest lint
 
@@ -51,6 +54,9 @@ endef
 
 deps:
 	$(call install_missing,$(DEB_PKGS))
+
+xrootd-deps: deps
+	$(call install_missing,$(XROOTD_DEB_PKGS))
 
 test-deps: deps
 	$(call install_missing,$(TEST_DEB_PKGS))

@@ -119,6 +119,38 @@ def test_demo_without_collector(demo: analysis.DemoResult, client: Client) -> No
     assert bare.output[DATASET]["cutflow"] == demo.output[DATASET]["cutflow"]
 
 
+def test_demo_over_xrootd_reads_root_urls_and_gives_the_same_output(
+    demo: analysis.DemoResult, client: Client, tmp_path: Path
+) -> None:
+    data_dir = demo.files[0].parent
+    remote = run_demo(
+        data_dir,
+        N_EVENTS,
+        N_FILES,
+        CHUNKSIZE,
+        output_dir=tmp_path,
+        client=client,
+        summary=False,
+        xrootd=True,
+    )
+    assert remote.output[DATASET]["cutflow"] == demo.output[DATASET]["cutflow"]
+    assert remote.metrics is not None and demo.metrics is not None
+    read = remote.metrics["file_read_metrics"]
+    assert len(read) == N_FILES and all(url.startswith("root://127.0.0.1:") for url in read)
+    local = demo.metrics["file_read_metrics"]
+    assert sorted(r["bytes_read"] for r in read.values()) == sorted(
+        r["bytes_read"] for r in local.values()
+    )
+
+
+def test_cli_demo_over_xrootd_without_the_server_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["demo", "--xrootd"]) == 2
+    assert "apt-get install xrootd-server" in capsys.readouterr().err
+
+
 @pytest.mark.cluster
 def test_cli_runs_the_demo_on_its_own_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ class Loaded:
 #: What each optional part needs: (modules, the extra that installs them).
 PLOTTING = (("matplotlib",), "plot")
 COFFEA = (("coffea", "uproot", "awkward", "matplotlib"), "coffea")
+XROOTD = (("fsspec_xrootd", "XRootD"), "xrootd")
 
 
 def _require(what: str, needs: tuple[tuple[str, ...], str]) -> None:
@@ -179,6 +181,12 @@ def _parser() -> argparse.ArgumentParser:
         help="directory of the saved measurement (default ./roastcoffea-demo)",
     )
     demo.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
+    demo.add_argument(
+        "--xrootd",
+        action="store_true",
+        help="serve the files from a local XRootD server (Debian's xrootd-server) and read "
+        "them as root:// URLs (needs 'roastcoffea[xrootd]')",
+    )
     demo.add_argument(
         "--no-report",
         action="store_true",
@@ -359,6 +367,14 @@ def _compare_costs(
 
 def _demo(args: argparse.Namespace) -> int:
     _require("roastcoffea demo", COFFEA)
+    if args.xrootd:
+        _require("roastcoffea demo --xrootd", XROOTD)
+        if shutil.which("xrootd") is None:
+            raise CommandError(
+                "roastcoffea demo --xrootd needs the XRootD server: "
+                "apt-get install xrootd-server (or make demo XROOTD=1)",
+                USAGE_ERROR,
+            )
     from roastcoffea.demo.analysis import main as demo_main
 
     return demo_main(
@@ -369,6 +385,7 @@ def _demo(args: argparse.Namespace) -> int:
         n_workers=args.workers,
         output_dir=args.output,
         report=not args.no_report,
+        xrootd=args.xrootd,
     )
 
 

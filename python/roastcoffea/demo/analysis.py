@@ -209,6 +209,7 @@ def run_demo(
     collect: bool = True,
     summary: bool = True,
     report: bool = False,
+    xrootd: bool = False,
 ) -> DemoResult:
     """Run the demo analysis on synthetic NanoAOD, measured by a MetricsCollector.
 
@@ -239,6 +240,9 @@ def run_demo(
         Print the collector's summary.
     report : bool, default False
         Also write the HTML report, ``report.html`` in the measurement directory.
+    xrootd : bool, default False
+        Serve the files from a local XRootD server (:mod:`roastcoffea.demo.xrootd`)
+        and read them as ``root://`` URLs, as at a facility.
 
     Returns
     -------
@@ -253,8 +257,13 @@ def run_demo(
         seed=seed,
         compression=compression,
     )
-    fileset = {DATASET: {"files": {str(path): TREE for path in files}}}
     with contextlib.ExitStack() as own:
+        urls = {str(path): str(path) for path in files}
+        if xrootd:
+            from roastcoffea.demo.xrootd import serve
+
+            urls = own.enter_context(serve(files))
+        fileset = {DATASET: {"files": {urls[str(path)]: TREE for path in files}}}
         if client is None:
             cluster = own.enter_context(
                 LocalCluster(
