@@ -97,6 +97,8 @@ from common import (
 )
 from task_stream_split import PARTS, stream_index, stream_since, wall_parts
 
+from roastcoffea.demo.xrootd import serve
+
 RESULT = "COLLECTOR-OVERHEAD-RESULT "
 #: chunk size -> (events, files, datasets) of the workload: each dataset reads all the
 #: files; --quick shrinks it.
@@ -712,6 +714,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also split each run's wall from Dask's task stream (start-up, compute per task "
         "prefix, between tasks, finish), bare and collected side by side",
     )
+    parser.add_argument(
+        "--xrootd",
+        action="store_true",
+        help="read the files as root:// URLs from a local XRootD server (Debian's "
+        "xrootd-server), both variants from the same server",
+    )
     parser.add_argument("--chunksize", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--datasets", type=int, help=argparse.SUPPRESS)
     child_arguments(parser)
@@ -758,37 +766,58 @@ def main(argv: list[str] | None = None) -> int:
             "the baseline is ours without the phase clock (--against phases): "
             "collected / bare below reads ours / ours without the clock"
         )
-    for chunksize, (events, n_files, datasets) in sizes.items():
-        files = [str(p) for p in ensure_files(data_dir(events, n_files), events, n_files)]
-        chunks = datasets * n_files * coffea_chunks(events // n_files, chunksize)
-        times = f", read {datasets} times" if datasets > 1 else ""
-        print(
-            f"\nchunks of {chunksize:,} events: {events:,} events in {n_files} files{times}, "
-            f"{chunks} chunks per run",
-            flush=True,
-        )
-        results: dict[str, dict[str, Any]] = {}
-        for name, python in pythons.items():
-            if not Path(python).exists():
-                results[name] = {"error": f"{python} not found (venv not made)"}
-                continue
-            plan = Plan(
-                files,
-                chunksize,
-                datasets,
-                rounds,
-                blocks,
-                args.alone,
-                args.without,
-                args.against,
-                args.split,
-            )
-            results[name] = spawn(python, plan)
-        report_size(chunksize, chunks, results)
-        by_size[chunksize] = results
+    if args.xrootd:
+        print("the files are read as root:// URLs from a local XRootD server (--xrootd)")
+    for chunksize, workload in sizes.items():
+        events, n_files, _ = workload
+        paths = ensure_files(data_dir(events, n_files), events, n_files)
+        with contextlib.ExitStack() as server:
+            urls = server.enter_context(serve(paths)) if args.xrootd else {}
+            files = [urls.get(str(p), str(p)) for p in paths]
+            by_size[chunksize] = run_size(args, pythons, files, chunksize, workload, rounds, blocks)
     if args.samples:
         args.samples.write_text(json.dumps(by_size, indent=1))
     return 0
+
+
+def run_size(
+    args: argparse.Namespace,
+    pythons: dict[str, str],
+    files: list[str],
+    chunksize: int,
+    workload: tuple[int, int, int],
+    rounds: int,
+    blocks: int,
+) -> dict[str, dict[str, Any]]:
+    """Run every version's child on one chunk size and its workload (events, files,
+    datasets); report and return their results."""
+    events, n_files, datasets = workload
+    chunks = datasets * n_files * coffea_chunks(events // n_files, chunksize)
+    times = f", read {datasets} times" if datasets > 1 else ""
+    print(
+        f"\nchunks of {chunksize:,} events: {events:,} events in {n_files} files{times}, "
+        f"{chunks} chunks per run",
+        flush=True,
+    )
+    results: dict[str, dict[str, Any]] = {}
+    for name, python in pythons.items():
+        if not Path(python).exists():
+            results[name] = {"error": f"{python} not found (venv not made)"}
+            continue
+        plan = Plan(
+            files,
+            chunksize,
+            datasets,
+            rounds,
+            blocks,
+            args.alone,
+            args.without,
+            args.against,
+            args.split,
+        )
+        results[name] = spawn(python, plan)
+    report_size(chunksize, chunks, results)
+    return results
 
 
 if __name__ == "__main__":
