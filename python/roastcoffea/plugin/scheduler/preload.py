@@ -8,11 +8,14 @@ join later; a ``MetricsCollector`` on any client then finds the pair and uses
 it. As a worker's preload it does nothing: the scheduler's plugin reaches the
 workers itself.
 
-The same with Dask's configuration, e.g. for dask-gateway or dask-jobqueue::
+The same with Dask's configuration, e.g. for dask-jobqueue::
 
     distributed:
       scheduler:
         preload: [roastcoffea]
+
+A ``--preload`` on the command line replaces that setting: dask-gateway gives one of its
+own, so there the preload goes on the scheduler's command (docs/guide.md, "On dask-gateway").
 """
 
 from __future__ import annotations
