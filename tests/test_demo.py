@@ -143,6 +143,25 @@ def test_demo_over_xrootd_reads_root_urls_and_gives_the_same_output(
     )
 
 
+def test_demo_on_rntuple_files_gives_the_same_output(
+    demo: analysis.DemoResult, client: Client, tmp_path: Path
+) -> None:
+    rntuple = run_demo(
+        tmp_path / "data",
+        N_EVENTS,
+        N_FILES,
+        CHUNKSIZE,
+        output_dir=tmp_path / "out",
+        client=client,
+        summary=False,
+        layout="rntuple",
+    )
+    assert rntuple.output[DATASET]["cutflow"] == demo.output[DATASET]["cutflow"]
+    assert rntuple.metrics is not None
+    units = {r["storage_unit"] for r in rntuple.metrics["file_read_metrics"].values()}
+    assert units == {"page"}
+
+
 def test_cli_demo_over_xrootd_without_the_server_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -182,6 +182,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
     demo.add_argument(
+        "--rntuple",
+        action="store_true",
+        help="write (and read) the files as RNTuple instead of TTree",
+    )
+    demo.add_argument(
         "--xrootd",
         action="store_true",
         help="serve the files from a local XRootD server (Debian's xrootd-server) and read "
@@ -386,6 +391,7 @@ def _demo(args: argparse.Namespace) -> int:
         output_dir=args.output,
         report=not args.no_report,
         xrootd=args.xrootd,
+        layout="rntuple" if args.rntuple else "ttree",
     )
 
 

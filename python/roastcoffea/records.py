@@ -81,9 +81,16 @@ accessed_baskets          ``{id, compressed, uncompressed}``: parallel lists
                           of those baskets, ``id`` the basket's seek in the
                           file, or ``-(n + 1)`` for the tree's embedded basket
                           ``n``; a file's baskets count once per file
-branches_read_percent     100 * accessed branches / branches of the tree
+storage_unit              ``"basket"`` (a TTree) or ``"page"`` (an RNTuple): on
+                          an RNTuple the four fields above are the pages
+                          ``process()`` read (uproot's ``read_page``), by
+                          their locator's offset: stored bytes, and the bytes
+                          uproot decompresses each to (elements * bit width)
+branches_read_percent     100 * accessed branches / branches of the tree (the
+                          top-level fields of an RNTuple)
 bytes_read_percent        100 * accessed_bytes / compressed bytes of all the
-                          tree's baskets overlapping the entry range
+                          tree's baskets overlapping the entry range (of every
+                          column's pages in the clusters overlapping it)
 file_metadata             ``{filename, compression_ratio, total_branches,
                           total_tree_bytes}`` on the first chunk of a file per
                           (worker process, span); None on the others

@@ -272,7 +272,9 @@ CHUNK_COUNTS = (
     "accessed_embedded_bytes", "instrument_bytes", "v", "open_bytes", "open_requests",
     "instrument_requests", "instrument_ranges", "read_requests_task", "read_ranges_task",
 )  # fmt: skip
-CHUNK_TEXTS = ("kind", "dataset", "file", "treename", "uuid", "error", "task_key", "prefix")
+CHUNK_TEXTS = (
+    "kind", "dataset", "file", "treename", "uuid", "error", "task_key", "prefix", "storage_unit",
+)  # fmt: skip
 CHUNK_RECORD = fields(
     {
         **dict.fromkeys(CHUNK_NUMBERS, some_number),

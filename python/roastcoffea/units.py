@@ -91,3 +91,9 @@ def format_number(value: float, significant: int = 4) -> str:
 def format_percent(value: float) -> str:
     """A share given in percent: ``"12.3%"``."""
     return f"{float(value):.1f}%"
+
+
+def units_word(unit: str) -> str:
+    """The plural of a storage unit in a message: ``basket`` (a TTree's) gives ``baskets``,
+    ``page`` (an RNTuple's) ``pages``, ``basket or page`` ``baskets or pages``."""
+    return " or ".join(part + "s" for part in unit.split(" or "))

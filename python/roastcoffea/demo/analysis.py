@@ -39,6 +39,7 @@ from roastcoffea.demo.nanoaod import (
     DEFAULT_COMPRESSION,
     DEFAULT_EVENTS,
     DEFAULT_FILES,
+    DEFAULT_LAYOUT,
     DEFAULT_SEED,
     TREE,
     ensure_files,
@@ -210,6 +211,7 @@ def run_demo(
     summary: bool = True,
     report: bool = False,
     xrootd: bool = False,
+    layout: str = DEFAULT_LAYOUT,
 ) -> DemoResult:
     """Run the demo analysis on synthetic NanoAOD, measured by a MetricsCollector.
 
@@ -243,6 +245,8 @@ def run_demo(
     xrootd : bool, default False
         Serve the files from a local XRootD server (:mod:`roastcoffea.demo.xrootd`)
         and read them as ``root://`` URLs, as at a facility.
+    layout : {"ttree", "rntuple"}, default "ttree"
+        How the generated files store the events.
 
     Returns
     -------
@@ -256,6 +260,7 @@ def run_demo(
         n_files,
         seed=seed,
         compression=compression,
+        layout=layout,
     )
     with contextlib.ExitStack() as own:
         urls = {str(path): str(path) for path in files}
@@ -324,12 +329,19 @@ def main(
     """The ``roastcoffea demo`` command; returns the process exit code.
 
     Makes the input files when missing, then :func:`run_demo` with
-    ``run_options`` (``chunksize``, ``n_workers``, ``output_dir``, ``report``).
+    ``run_options`` (``chunksize``, ``n_workers``, ``output_dir``, ``report``, ``xrootd``,
+    ``layout``).
     """
+    layout = run_options.get("layout", DEFAULT_LAYOUT)
     directory = default_data_dir() if data_dir is None else Path(data_dir)
-    print(f"input: {n_events:,} synthetic NanoAOD events in {n_files} files under {directory}")
+    if data_dir is None and layout != DEFAULT_LAYOUT:  # a cache of its own per layout
+        directory = directory.with_name(f"{directory.name}-{layout}")
+    print(
+        f"input: {n_events:,} synthetic NanoAOD events in {n_files} files ({layout}) "
+        f"under {directory}"
+    )
     started = time.perf_counter()
-    files = ensure_files(directory, n_events, n_files)
+    files = ensure_files(directory, n_events, n_files, layout=layout)
     size = sum(path.stat().st_size for path in files)
     elapsed = format_time(time.perf_counter() - started)
     print(f"input ready in {elapsed} ({format_bytes(size)})")

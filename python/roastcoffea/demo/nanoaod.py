@@ -31,6 +31,12 @@ Each ``extend`` of the tree writes one basket per branch, so a file of
 250,000 events written in blocks of ``basket_events`` = 25,000 has ten baskets
 per branch; memory stays bounded by one block.
 
+Layout: a TTree by default; ``layout="rntuple"`` writes the same events as an
+RNTuple ``Events`` (ROOT's successor to TTree) with the same field names
+(``nJet``, ``Jet_pt``, ...: a counter and a vector per collection member, as
+CMS's RNTuple NanoAOD keeps them), each block one cluster, so the same analysis
+reads either and gets the same numbers.
+
 Files are cached: :func:`ensure_files` reuses a directory whose manifest
 (``manifest.json``: parameters, library versions, file names and sizes) matches
 the request, and regenerates it otherwise. Output is deterministic given the
@@ -68,6 +74,9 @@ DEFAULT_FILES = 8
 DEFAULT_SEED = 20_260_901
 DEFAULT_COMPRESSION = "zlib:1"
 DEFAULT_BASKET_EVENTS = 25_000
+#: How the events are stored: ROOT's TTree or RNTuple.
+LAYOUTS = ("ttree", "rntuple")
+DEFAULT_LAYOUT = "ttree"
 
 #: Below this many events, files are written in the calling process: starting
 #: worker processes (which import numpy, awkward and uproot) costs more.
@@ -527,7 +536,14 @@ def _jagged(collection: str, counts: np.ndarray, fields: Fields) -> ak.Array:
 
 
 def _write_file(
-    path: Path, seed: int, index: int, first: int, n: int, compression: str, basket_events: int
+    path: Path,
+    seed: int,
+    index: int,
+    first: int,
+    n: int,
+    compression: str,
+    basket_events: int,
+    layout: str = DEFAULT_LAYOUT,
 ) -> int:
     """Write ``n`` events (global indices from ``first``) to ``path``; returns its size."""
     rng = np.random.default_rng([seed, index])
@@ -537,15 +553,34 @@ def _write_file(
     ]
     partial = path.with_name(path.name + ".partial")
     with uproot.recreate(partial, compression=parse_compression(compression)) as out:
-        tree = None
+        stored = None
         for start, size in blocks:
             data = _block(rng, start, size)
-            if tree is None:
-                tree = out.mktree(TREE, data, initial_basket_capacity=len(blocks) + 1)
+            if layout == "rntuple":
+                fields = ak.zip(_flat_fields(data), depth_limit=1)
+                if stored is None:
+                    stored = out.mkrntuple(TREE, fields)
+                else:
+                    stored.extend(fields)
+            elif stored is None:
+                stored = out.mktree(TREE, data, initial_basket_capacity=len(blocks) + 1)
             else:
-                tree.extend(data)
+                stored.extend(data)
     os.replace(partial, path)
     return path.stat().st_size
+
+
+def _flat_fields(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as the TTree's branches: ``n<Collection>`` (int32) and ``<Collection>_<member>``."""
+    fields: dict[str, Any] = {}
+    for name, values in block.items():
+        if not isinstance(values, ak.Array):
+            fields[name] = values
+            continue
+        fields[f"n{name}"] = ak.to_numpy(ak.num(values)).astype(np.int32)
+        for member in values.fields:
+            fields[f"{name}_{member}"] = values[member]
+    return fields
 
 
 def _file_name(index: int) -> str:
@@ -561,6 +596,7 @@ def generate(
     compression: str = DEFAULT_COMPRESSION,
     basket_events: int = DEFAULT_BASKET_EVENTS,
     processes: int | None = None,
+    layout: str = DEFAULT_LAYOUT,
 ) -> list[Path]:
     """Write ``n_files`` synthetic NanoAOD files holding ``n_events`` in total.
 
@@ -582,10 +618,12 @@ def generate(
     compression : str, default "zlib:1"
         ``"<zlib|lzma|lz4|zstd>:<level>"`` or ``"none"`` (see :func:`parse_compression`).
     basket_events : int, default 25,000
-        Events per block, i.e. per basket of every branch.
+        Events per block, i.e. per basket of every branch (per cluster of an RNTuple).
     processes : int, optional
         Worker processes; default ``min(n_files, os.cpu_count())``, or 1 below
         PARALLEL_MIN_EVENTS events. 1 writes in this process.
+    layout : {"ttree", "rntuple"}, default "ttree"
+        Store the events as a TTree or as an RNTuple, both named ``Events``.
 
     Returns
     -------
@@ -596,7 +634,7 @@ def generate(
     ------
     ValueError
         If a count is not positive, there are fewer events than files, or the
-        compression is unknown.
+        compression or the layout is unknown.
     """
     if n_files < 1 or n_events < n_files or basket_events < 1:
         raise ValueError(
@@ -604,13 +642,16 @@ def generate(
             f"n_events={n_events}, n_files={n_files}, basket_events={basket_events}"
         )
     parse_compression(compression)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     out_dir = Path(directory)
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = events_per_file(n_events, n_files)
     firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
     paths = [out_dir / _file_name(i) for i in range(n_files)]
     jobs = [
-        (paths[i], seed, i, firsts[i], sizes[i], compression, basket_events) for i in range(n_files)
+        (paths[i], seed, i, firsts[i], sizes[i], compression, basket_events, layout)
+        for i in range(n_files)
     ]
     if processes is None:
         processes = 1 if n_events < PARALLEL_MIN_EVENTS else min(n_files, os.cpu_count() or 1)
@@ -630,11 +671,12 @@ SETTING_DEFAULTS = {
     "seed": DEFAULT_SEED,
     "compression": DEFAULT_COMPRESSION,
     "basket_events": DEFAULT_BASKET_EVENTS,
+    "layout": DEFAULT_LAYOUT,
 }
 
 
 def _manifest_header(
-    n_events: int, n_files: int, seed: int, compression: str, basket_events: int
+    n_events: int, n_files: int, seed: int, compression: str, basket_events: int, layout: str
 ) -> dict[str, Any]:
     return {
         "format": FORMAT_VERSION,
@@ -644,6 +686,7 @@ def _manifest_header(
             "seed": seed,
             "compression": compression,
             "basket_events": basket_events,
+            "layout": layout,
         },
         "versions": {name: version(name) for name in ("roastcoffea", "uproot", "awkward", "numpy")},
     }
@@ -687,7 +730,7 @@ def ensure_files(
     n_events, n_files
         As for :func:`generate`.
     **settings
-        ``seed``, ``compression`` and ``basket_events``, as for :func:`generate`.
+        ``seed``, ``compression``, ``basket_events`` and ``layout``, as for :func:`generate`.
 
     Returns
     -------

@@ -19,6 +19,7 @@ from typing import Any
 import numpy
 
 from roastcoffea.instrument._counters import COUNTERS
+from roastcoffea.instrument._pages import PageIndex, is_rntuple
 
 #: Memory the basket indexes of recently read trees may use per process.
 MAX_TREE_INDEX_BYTES = 64 << 20
@@ -157,6 +158,7 @@ class TreeIndex:
         compressed = self.compressed[baskets[:normal]].tolist()
         embedded = len(seeks_out) - normal
         return {
+            "storage_unit": "basket",
             "accessed_bytes": sum(compressed),
             "accessed_uncompressed_bytes": sum(sizes_out),
             "accessed_embedded_bytes": sum(sizes_out[normal:]),
@@ -382,15 +384,18 @@ def _add_baskets(
 
 
 class TreeIndexes:
-    """Least-recently-used :class:`TreeIndex` per (file, tree), bounded in bytes."""
+    """Least-recently-used :class:`TreeIndex` (or, for an RNTuple, :class:`PageIndex`) per
+    (file, tree), bounded in bytes."""
 
     def __init__(self, cap_bytes: int) -> None:
         self.cap_bytes = cap_bytes
         self._lock = threading.Lock()
-        self._indexes: OrderedDict[tuple[str, str], TreeIndex] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, str], TreeIndex | PageIndex] = OrderedDict()
         self._bytes = 0
 
-    def get(self, file_key: str, treename: str, open_tree: Callable[[], Any]) -> TreeIndex:
+    def get(
+        self, file_key: str, treename: str, open_tree: Callable[[], Any]
+    ) -> TreeIndex | PageIndex:
         """The index of a tree; ``open_tree()`` is called only to build it.
 
         (Looking a tree up in its directory reads its key from the file each
@@ -402,7 +407,8 @@ class TreeIndexes:
             if index is not None:
                 self._indexes.move_to_end(key)
                 return index
-        index = TreeIndex(open_tree())
+        tree = open_tree()
+        index = PageIndex(tree) if is_rntuple(tree) else TreeIndex(tree)
         with self._lock:
             if key not in self._indexes and index.nbytes <= self.cap_bytes:
                 self._indexes[key] = index

@@ -55,7 +55,7 @@ rss = Rss()
 class Chunk:
     """What one decorated ``process()`` call accumulates; lives in ``ACTIVE``."""
 
-    __slots__ = ("bytes", "counts", "custom", "memory", "source", "timing")
+    __slots__ = ("bytes", "counts", "custom", "memory", "pages", "source", "timing")
 
     def __init__(self, source: Any) -> None:
         self.timing: dict[str, float] = {}
@@ -64,6 +64,12 @@ class Chunk:
         self.counts: dict[str, dict[str, int]] = {"timing": {}, "memory": {}, "bytes": {}}
         self.custom: dict[str, Any] = {}
         self.source = source
+        # RNTuple pages read: {(file, offset): (stored, uncompressed bytes)}
+        self.pages: dict[tuple[Any, int], tuple[int, int]] = {}
+
+    def pages_of(self, file: Any) -> dict[int, tuple[int, int]]:
+        """The RNTuple pages of ``file`` read in this call, ``{offset: (stored, uncompressed)}``."""
+        return {offset: sizes for (owner, offset), sizes in self.pages.items() if owner is file}
 
     def add(self, kind: str, name: str, value: float | None) -> None:
         """Accumulate one section measurement (None is sticky: unmeasurable)."""

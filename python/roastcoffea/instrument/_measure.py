@@ -15,6 +15,7 @@ from roastcoffea.instrument._coffea import (
     open_tree_of,
 )
 from roastcoffea.instrument._counters import COUNTERS, Unavailable, describe
+from roastcoffea.instrument._pages import PageIndex
 from roastcoffea.instrument.phases import current as current_clock
 from roastcoffea.instrument.running import running_task
 from roastcoffea.records import RECORD_VERSION, queue_local
@@ -189,6 +190,7 @@ class Measure:
             "accessed_embedded_bytes",
             "accessed_baskets",
             "bytes_read_percent",
+            "storage_unit",
         )
         for key in (*branch_keys, "file_metadata"):
             record[key] = None
@@ -220,13 +222,18 @@ class Measure:
             branches = len(index.branches)
             if branches:
                 record["branches_read_percent"] = 100.0 * len(names) / branches
-            baskets, in_range = index.chunk_baskets(names, start, stop)
-            parsed = _parsed_baskets(getattr(handle, "file", handle))
-            record.update(index.record_fields(baskets, source, parsed))
+            file = getattr(handle, "file", handle)
+            if isinstance(index, PageIndex):
+                record.update(index.record_fields(self.chunk.pages_of(file)))
+                in_range, unit = index.in_range(start, stop), "pages"
+            else:
+                baskets, in_range = index.chunk_baskets(names, start, stop)
+                record.update(index.record_fields(baskets, source, _parsed_baskets(file)))
+                unit = "baskets"
             if in_range > 0:
                 record["bytes_read_percent"] = 100.0 * record["accessed_bytes"] / in_range
             else:
-                self.unavailable["bytes_read_percent"] = "the entry range holds no baskets"
+                self.unavailable["bytes_read_percent"] = f"the entry range holds no {unit}"
             if FILES_SEEN.first((worker, span, file_key, treename)):
                 record["file_metadata"] = {
                     "filename": record["file"],

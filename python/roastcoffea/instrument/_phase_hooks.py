@@ -24,7 +24,8 @@ coffea ``_compression_wrapper.__call__``,           the task (owns the clock)
 ``NanoEventsFactory.from_root``                     and decompression included)
 uproot ``Chunk.wait`` (first wait of a chunk),      ``read``
 a get from uproot's array reader's queue while
-nothing has arrived
+nothing has arrived, a source's single-range
+``chunk`` (an RNTuple's pages)
 uproot codecs' ``decompress`` (per codec)           ``decompress``
 ``NanoEventsFactory.events``, awkward's             ``interpret``
 ``VirtualNDArray.materialize`` of an array not
@@ -34,6 +35,8 @@ coffea ``_compress`` of the task's output           ``output`` (opaque)
 the rest of the work function after ``events()``    ``user``
 uproot ``TBasket.read_members``                     none: it logs the basket's
                                                     TKey sizes in the task
+uproot RNTuple ``read_page``                        none: it logs the page's
+                                                    sizes in the chunk
 ==================================================  ===========================
 """
 
@@ -50,7 +53,9 @@ from typing import Any
 from roastcoffea import _native
 from roastcoffea._native import Around, PhaseHook
 from roastcoffea.instrument import phases
+from roastcoffea.instrument._chunk import ACTIVE, Chunk
 from roastcoffea.instrument._counters import COUNTERS
+from roastcoffea.instrument._pages import page_sizes
 
 Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
 _current = phases.current
@@ -138,6 +143,46 @@ def _reader_queue(module: types.ModuleType) -> types.ModuleType:
     return shim
 
 
+def _single_read(func: Callable[..., Any]) -> PhaseHook:
+    """A source's ``chunk(start, stop)``: one range, fetched before it returns.
+
+    uproot reads an RNTuple's pages this way, one request each (and a file's header
+    and metadata, inside ``open``): the call is the thread's wait for the bytes.
+    """
+    return PhaseHook(func, "read")
+
+
+def _page(func: Callable[..., Any]) -> Callable[..., Any]:
+    """uproot's RNTuple ``read_page``: the page is logged in the chunk and its bytes are read.
+
+    A chunk record's byte fields on an RNTuple are the pages its ``process()`` read
+    (:mod:`roastcoffea.instrument._pages`); the stored bytes add to the task's
+    ``read_bytes``, as a basket's do when its wait ends.
+    """
+
+    @functools.wraps(func)
+    def read_page(
+        self: Any, destination: Any, cluster: int, column: int, page: int, metadata: Any
+    ) -> Any:
+        result = func(self, destination, cluster, column, page, metadata)
+        task, chunk = _current(), ACTIVE.get()
+        if task is not None or chunk is not None:
+            _quietly(_log_page, self, cluster, column, page, task, chunk)
+        return result
+
+    return read_page
+
+
+def _log_page(
+    ntuple: Any, cluster: int, column: int, page: int, task: Any, chunk: Chunk | None
+) -> None:
+    offset, stored, uncompressed = page_sizes(ntuple, cluster, column, page)
+    if chunk is not None:
+        chunk.pages[ntuple.file, offset] = (stored, uncompressed)
+    if task is not None:
+        task.read_bytes += stored
+
+
 def _codec(name: str) -> Wrapper:
     """A codec's ``decompress(data, uncompressed_bytes)``: decompress, totalled per codec."""
     return lambda func: PhaseHook(func, "decompress", codec=name)
@@ -221,6 +266,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
     import uproot
     import uproot.behaviors.TBranch as tbranch
     import uproot.compression as compression
+    import uproot.models.RNTuple as rntuple
     import uproot.models.TBasket as tbasket
     import uproot.reading
     import uproot.source.chunk as chunk
@@ -242,7 +288,24 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (chunk.Chunk, "wait", _wait),
         (tbasket.Model_TBasket, "read_members", _basket),
         (tbranch, "queue", _reader_queue),
+        (rntuple.Model_ROOT_3a3a_RNTuple, "read_page", _page),
+        *((source, "chunk", _single_read) for source in _single_read_sources()),
         *((codec, "decompress", _codec(name)) for name, codec in codecs.items()),
+    ]
+
+
+def _single_read_sources() -> list[type]:
+    """uproot's sources whose ``chunk`` waits for the bytes (a memory map's does not)."""
+    import uproot.source.chunk
+    import uproot.source.fsspec
+    import uproot.source.http
+    import uproot.source.xrootd
+
+    return [
+        uproot.source.fsspec.FSSpecSource,
+        uproot.source.http.HTTPSource,
+        uproot.source.xrootd.XRootDSource,
+        uproot.source.chunk.MultithreadedSource,
     ]
 
 

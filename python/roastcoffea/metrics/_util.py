@@ -163,6 +163,13 @@ def put_sums(out: Metrics, records: list[dict[str, Any]], sums: dict[str, str]) 
             out.put(key, sum(r[field] for r in records))
 
 
+def storage_unit(records: list[dict[str, Any]]) -> str:
+    """``"basket"``, ``"page"``, or ``"basket or page"`` when the records mix TTrees and
+    RNTuples; a record without the field (an older record) read a TTree."""
+    units = sorted({r.get("storage_unit") or "basket" for r in records})
+    return " or ".join(units) if units else "basket"
+
+
 def finite_or_none(value: float) -> float | None:
     """``value`` as a float, or None when it is NaN or infinite (not reported)."""
     value = float(value)

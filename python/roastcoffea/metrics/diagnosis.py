@@ -13,7 +13,7 @@ from typing import Any
 
 from roastcoffea.metrics._util import Metrics
 from roastcoffea.metrics.phases import IO_PHASES
-from roastcoffea.units import format_byte_rate, format_bytes, format_time
+from roastcoffea.units import format_byte_rate, format_bytes, format_time, units_word
 
 #: Codecs that decompress several times slower than LZ4 and ZSTD.
 SLOW_CODECS = ("LZMA", "ZLIB")
@@ -215,7 +215,8 @@ def _small_requests_advice(files: dict[str, dict[str, Any]]) -> str:
         f"many small requests on remote files ({_named(files)}): up to "
         f"{shape['requests_per_chunk']:.0f} per chunk of {size} (median), each waiting "
         "a round trip: read the columns a chunk needs together, "
-        "write larger baskets, or read through a cache near the workers"
+        f"write larger {units_word(shape['storage_unit'])}, or read through a cache near the "
+        "workers"
     )
 
 
@@ -232,8 +233,11 @@ def _metadata_advice(files: dict[str, dict[str, Any]]) -> str:
 
 def _amplification_advice(files: dict[str, dict[str, Any]]) -> str:
     shape = max(files.values(), key=lambda s: s["amplification"])
+    units = units_word(shape["storage_unit"])
+    # uproot reads an RNTuple a cluster at a time, a TTree a basket at a time
+    boundary = "cluster" if shape["storage_unit"] == "page" else "basket"
     return (
-        f"the reads fetched {shape['amplification']:.1f}x the bytes of the baskets used "
-        f"({_named(files)}): the reads span baskets or branches the analysis does not "
-        "use; chunk boundaries on basket boundaries, or fewer branches read"
+        f"the reads fetched {shape['amplification']:.1f}x the bytes of the {units} used "
+        f"({_named(files)}): the reads span {units} or branches the analysis does not "
+        f"use; chunk boundaries on {boundary} boundaries, or fewer branches read"
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.metrics._util import Metrics, is_number, lacking, put_sums
+from roastcoffea.metrics._util import Metrics, is_number, lacking, put_sums, storage_unit
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
@@ -131,15 +131,16 @@ def _file_metadata(chunks: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
 
 
 def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per file, what all its chunks read, each basket once.
+    """Per file, what all its chunks read, each basket (RNTuple page) once.
 
     ``branches_read`` is the number of distinct branches any chunk of the file
     accessed, ``branches_read_percent`` = 100 * branches_read / total_branches;
     ``bytes_read`` and ``bytes_read_uncompressed`` are the compressed and
     uncompressed sizes of the distinct baskets read, ``bytes_read_percent`` =
     100 * bytes_read / total_tree_bytes; ``compression_ratio`` = uncompressed /
-    compressed size of the distinct stored baskets read. Values needing file
-    metadata, or baskets some chunk lacks, are None.
+    compressed size of the distinct stored baskets read; ``storage_unit`` says
+    whether those are TTree baskets or RNTuple pages (``baskets_read`` counts
+    either). Values needing file metadata, or baskets some chunk lacks, are None.
     """
     by_file: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for c in chunks:
@@ -155,6 +156,7 @@ def file_read_metrics(chunks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
         total_branches = meta.get("total_branches")
         tree_bytes = meta.get("total_tree_bytes")
         table[name] = {
+            "storage_unit": storage_unit(records),
             "num_chunks": len(records),
             "total_branches": total_branches,
             "branches_read": branches,

@@ -5,7 +5,7 @@ Source: the chunk records' copies of the file source's own counters
 ``num_requested_bytes``): when ``process()`` starts (``open_*``: opening the
 file and reading its tree's metadata) and when the task ends (``*_task``, less
 the instrumentation's own requests), and the bytes of the baskets each chunk
-used (``accessed_bytes``). uproot counts a vectored read of several byte ranges
+used (``accessed_bytes``; an RNTuple's pages). uproot counts a vectored read of several byte ranges
 as one request.
 """
 
@@ -16,7 +16,7 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.metrics._util import Metrics, is_number, lacking
+from roastcoffea.metrics._util import Metrics, is_number, lacking, storage_unit
 
 if TYPE_CHECKING:
     from roastcoffea.metrics import MetricsInputs
@@ -84,6 +84,7 @@ def file_shape(name: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
         r["bytes_read_task"] / r["read_requests_task"] for r in records if r["read_requests_task"]
     ]
     shape.update(
+        storage_unit=storage_unit(records),
         chunks=len(records),
         remote=is_remote(name),
         requests_per_chunk=shape["requests"] / len(records),

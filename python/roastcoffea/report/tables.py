@@ -29,6 +29,7 @@ from roastcoffea.units import (
     format_percent,
     format_rate,
     format_time,
+    units_word,
 )
 
 Formatter = Callable[[Any], str]
@@ -231,9 +232,9 @@ def throughput_table(metrics: Mapping[str, Any]) -> TableData:
     )
     note = (
         "Compressed: what coffea requested from the files (its bytesread). Uncompressed: the "
-        "baskets the chunks decompressed, from the files' TBranch metadata; a basket serving "
-        "two chunks counts for each, so the two are not a compression ratio, which counts "
-        "each basket once."
+        "baskets (an RNTuple's pages) the chunks decompressed, from the files' own metadata; "
+        "a basket serving two chunks counts for each, so the two are not a compression "
+        "ratio, which counts each basket once."
     )
     return _kv_table("Throughput Metrics", rows, note)
 
@@ -786,7 +787,9 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
     shapes = metrics.get("read_shapes")
     if not isinstance(shapes, Mapping) or not shapes:
         return None
-    names = ("Chunks", "Req./Chunk", "Bytes/Req.", "Open/Chunk", "Baskets", "Metadata", "Amplif.")
+    units = " or ".join(sorted({str(s.get("storage_unit") or "basket") for s in shapes.values()}))
+    used = units_word(units).capitalize()
+    names = ("Chunks", "Req./Chunk", "Bytes/Req.", "Open/Chunk", used, "Metadata", "Amplif.")
     columns = (Column("File"), *(Column(name, numeric=True) for name in names))
     rows = []
     for name, shape in shapes.items():
@@ -801,15 +804,16 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
                 Cell(format_bytes(shape["open_bytes"] / shape["chunks"])),
                 Cell(format_bytes(shape["basket_bytes"])),
                 show(shape.get("metadata_percent"), percent, "no byte fetched"),
-                show(amplification, number(2, "x"), "no basket used"),
+                show(amplification, number(2, "x"), f"no {units_word(units)} used"),
             )
         )
     note = (
         "Req.: uproot's num_requests of the tasks (a vectored read of several ranges is one); "
         "bytes per request: the median chunk's. Open: bytes fetched before process() (the "
-        "file and its tree's metadata), again at every chunk. Baskets: bytes of the baskets "
-        "the chunks used; metadata: the open's share of the bytes fetched; amplification: "
-        "bytes fetched after the open per byte of those baskets."
+        f"file and its tree's metadata), again at every chunk. {used}: bytes of the "
+        f"{units_word(units)} the chunks used; metadata: the open's share of the bytes "
+        f"fetched; amplification: bytes fetched after the open per byte of those "
+        f"{units_word(units)}."
     )
     return TableData(READS_TITLE, columns, tuple(rows), note)
 
