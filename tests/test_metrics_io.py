@@ -132,6 +132,7 @@ def test_branch_coverage_per_file_uses_every_chunk() -> None:
     m = metrics_of(chunks=CHUNKS)
     files = m["file_read_metrics"]
     assert files["a"] == {
+        "storage_unit": "basket",  # records without the field read TTrees
         "num_chunks": 2,
         "total_branches": 10,
         "branches_read": 3,

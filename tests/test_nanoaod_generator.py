@@ -174,6 +174,7 @@ def test_cache_is_reused_and_regenerated_on_change(tmp_path: Path) -> None:
         "seed": 1,
         "compression": "zlib:1",
         "basket_events": nanoaod.DEFAULT_BASKET_EVENTS,
+        "layout": "ttree",
     }
     assert manifest["versions"]["uproot"] == uproot.__version__
     assert [f["size"] for f in manifest["files"]] == [p.stat().st_size for p in first]
@@ -193,6 +194,16 @@ def test_cache_is_reused_and_regenerated_on_change(tmp_path: Path) -> None:
     assert len(nanoaod.ensure_files(tmp_path, 3_000, 2, seed=2)) == 2
     assert sorted(p.name for p in tmp_path.glob("*.root")) == ["nano_000.root", "nano_001.root"]
 
+    # Another layout is another set of files: the same events, as an RNTuple.
+    ttree = uproot.open(tmp_path / "nano_000.root")["Events"]["Jet_pt"].array()
+    rntuple = nanoaod.ensure_files(tmp_path, 3_000, 2, seed=2, layout="rntuple")
+    stored = uproot.open(rntuple[0])["Events"]
+    assert type(stored).__name__ == "Model_ROOT_3a3a_RNTuple"
+    assert ak.array_equal(stored["Jet_pt"].array(), ttree)
+    assert json.loads((tmp_path / nanoaod.MANIFEST).read_text())["parameters"]["layout"] == (
+        "rntuple"
+    )
+
 
 def test_generation_is_deterministic(tmp_path: Path) -> None:
     a = nanoaod.generate(tmp_path / "a", 2_000, 1, seed=7, processes=1)
@@ -211,6 +222,8 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         nanoaod.parse_compression("zlib:0")
     with pytest.raises(ValueError, match="n_events >= n_files"):
         nanoaod.generate(tmp_path, 1, 2)
+    with pytest.raises(ValueError, match="layout"):
+        nanoaod.generate(tmp_path, 2, 1, layout="parquet")
     assert nanoaod.parse_compression("none") is None
     assert nanoaod.parse_compression("lzma:9") == uproot.LZMA(9)
     assert nanoaod.events_per_file(10, 3) == [4, 3, 3]

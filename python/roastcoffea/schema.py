@@ -297,6 +297,15 @@ CHUNK_RECORD = fields(
     }
 )
 
+#: A file's reads are of ``basket`` s (a TTree) or ``page`` s (an RNTuple).
+UNIT = {"storage_unit": some_text}
+#: The numbers of a file's line in ``file_read_metrics``.
+FILE_READ_NUMBERS = (
+    "num_chunks", "total_branches", "branches_read", "branches_read_percent",
+    "total_tree_bytes", "baskets_read", "bytes_read", "bytes_read_uncompressed",
+    "bytes_read_percent", "compression_ratio",
+)  # fmt: skip
+
 #: A phase record (docs/metrics.md "Processor phases").
 PHASE_RECORD = fields(
     {
@@ -435,7 +444,9 @@ METRICS: dict[str, Check] = {
     "raw_chunk_metrics": optional(sequence(CHUNK_RECORD)),
     "raw_phase_records": optional(sequence(PHASE_RECORD)),
     "file_metadata": optional(mapping(text, fields({"filename": some_text}))),
-    "file_read_metrics": optional(table),
+    "file_read_metrics": optional(
+        mapping(text, fields({**dict.fromkeys(FILE_READ_NUMBERS, some_number), **UNIT}))
+    ),
     "monitoring": optional(
         fields(
             {
@@ -472,7 +483,9 @@ METRICS: dict[str, Check] = {
     "wall_split_source": some_text,
     "tail_chunks": optional(sequence(fields({"file": some_text, "seconds": number}))),
     "tail_cause": optional(fields({"kind": text, "name": some_text, "phase": some_text})),
-    "read_shapes": optional(mapping(text, fields({"requests": count, "open_bytes": count}))),
+    "read_shapes": optional(
+        mapping(text, fields({"requests": count, "open_bytes": count, **UNIT}))
+    ),
     "cost_per_event_us": optional(table),
     "hot_lines": optional(sequence(fields({"function": text, "share_percent": number}))),
     "hot_lines_per_worker": optional(mapping(text, sequence(fields({"function": text})))),
