@@ -122,6 +122,13 @@ def count(value: Any) -> None:
     number(value)
 
 
+def at_least_one(value: Any) -> None:
+    """A :func:`count` of at least one (a divisor)."""
+    count(value)
+    if value < 1:
+        _fail("a whole number >= 1", value)
+
+
 def text(value: Any) -> None:
     """A str of at most :data:`MAX_TEXT` characters."""
     if not isinstance(value, str):
@@ -334,6 +341,24 @@ def flag(value: Any) -> None:
         _fail("true or false", value)
 
 
+#: A file's line in ``read_shapes`` (the reads table divides by its chunks).
+READ_SHAPE = fields(
+    {
+        **dict.fromkeys(
+            ("requests", "ranges", "fetched_bytes", "open_requests", "open_bytes", "basket_bytes"),
+            count,
+        ),
+        "chunks": at_least_one,
+        "requests_per_chunk": number,
+        "metadata_percent": some_number,
+        "amplification": some_number,
+        "remote": flag,
+        "bytes_per_request": optional(mapping(text, some_number)),
+        **UNIT,
+    }
+)
+
+
 TASK_ROW = fields(
     {
         **dict.fromkeys(TASK_NUMBERS, some_number),
@@ -483,9 +508,7 @@ METRICS: dict[str, Check] = {
     "wall_split_source": some_text,
     "tail_chunks": optional(sequence(fields({"file": some_text, "seconds": number}))),
     "tail_cause": optional(fields({"kind": text, "name": some_text, "phase": some_text})),
-    "read_shapes": optional(
-        mapping(text, fields({"requests": count, "open_bytes": count, **UNIT}))
-    ),
+    "read_shapes": optional(mapping(text, READ_SHAPE)),
     "cost_per_event_us": optional(table),
     "hot_lines": optional(sequence(fields({"function": text, "share_percent": number}))),
     "hot_lines_per_worker": optional(mapping(text, sequence(fields({"function": text})))),

@@ -793,18 +793,19 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
     columns = (Column("File"), *(Column(name, numeric=True) for name in names))
     rows = []
     for name, shape in shapes.items():
-        spread = shape.get("bytes_per_request")
-        amplification = shape.get("amplification")
+        spread = shape.get("bytes_per_request") or {}
+        chunks, opened = shape.get("chunks"), shape.get("open_bytes")
+        per_chunk = opened / chunks if chunks and opened is not None else None
         rows.append(
             (
                 Cell(_short_file(name) + (" (remote)" if shape.get("remote") else "")),
-                Cell(count(shape["chunks"])),
-                Cell(format_number(shape["requests_per_chunk"])),
-                show(spread and spread.get("median"), format_bytes, "no request"),
-                Cell(format_bytes(shape["open_bytes"] / shape["chunks"])),
-                Cell(format_bytes(shape["basket_bytes"])),
+                show(chunks, count, "not recorded"),
+                show(shape.get("requests_per_chunk"), format_number, "not recorded"),
+                show(spread.get("median"), format_bytes, "no request"),
+                show(per_chunk, format_bytes, "not recorded"),
+                show(shape.get("basket_bytes"), format_bytes, "not recorded"),
                 show(shape.get("metadata_percent"), percent, "no byte fetched"),
-                show(amplification, number(2, "x"), f"no {units_word(units)} used"),
+                show(shape.get("amplification"), number(2, "x"), f"no {units_word(units)} used"),
             )
         )
     note = (
