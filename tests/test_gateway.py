@@ -24,17 +24,16 @@ import awkward as ak
 import cloudpickle
 import pytest
 from coffea import processor
-from coffea.nanoevents import NanoAODSchema
+from coffea_run import TREE, collected_run
 from dask_gateway import BasicAuth, Gateway
 from gateway_server import gateway_server
 
-from roastcoffea import MetricsCollector, track_metrics
+from roastcoffea import track_metrics
 from roastcoffea.plugin.protocol import PLUGIN_NAME
 
 pytestmark = pytest.mark.cluster
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-TREE = "Events"
 FILES = {"dy": "nano_dy.root", "dimuon": "nano_dimuon.root"}
 CHUNKSIZE = 10
 
@@ -80,20 +79,7 @@ def measured_run(gateway: Gateway, cms_data: Path, **options: Any) -> dict[str, 
         client.wait_for_workers(1, timeout=120)
         preloaded = client.run_on_scheduler(has_plugin)
         fileset = {d: {"files": {str(cms_data / f): TREE}} for d, f in FILES.items()}
-        warn = NanoAODSchema.warn_missing_crossrefs
-        NanoAODSchema.warn_missing_crossrefs = False
-        runner = processor.Runner(
-            executor=processor.DaskExecutor(client=client, status=False),
-            schema=NanoAODSchema,
-            chunksize=CHUNKSIZE,
-            savemetrics=True,
-        )
-        try:
-            with MetricsCollector(client) as mc:
-                output, report = runner(fileset, processor_instance=Muons(), treename=TREE)
-                mc.set_coffea_report(report)
-        finally:
-            NanoAODSchema.warn_missing_crossrefs = warn
+        done = collected_run(client, fileset, Muons(), CHUNKSIZE)
         registered = client.run_on_scheduler(has_plugin)
         metrics_url = cluster.dashboard_link.rsplit("/", 1)[0] + "/metrics"
         with urllib.request.urlopen(metrics_url, timeout=30) as answer:
@@ -102,10 +88,10 @@ def measured_run(gateway: Gateway, cms_data: Path, **options: Any) -> dict[str, 
         return {
             "preloaded": preloaded,
             "registered": registered,
-            "mc": mc,
-            "metrics": mc.get_metrics(),
-            "output": output,
-            "report": report,
+            "mc": done.mc,
+            "metrics": done.mc.get_metrics(),
+            "output": done.output,
+            "report": done.report,
             "series": series,
             "metrics_url": metrics_url,
         }

@@ -26,11 +26,10 @@ import cloudpickle
 import numpy as np
 import pytest
 import uproot
-from coffea import processor
-from coffea.nanoevents import NanoAODSchema
+from coffea_run import collected_run
 from distributed import Client
 
-from roastcoffea import MetricsCollector, RoastPlugin
+from roastcoffea import RoastPlugin
 from roastcoffea.demo.analysis import DATASET, DemoProcessor
 from roastcoffea.demo.nanoaod import TREE, generate
 from roastcoffea.metrics.diagnosis import read_findings
@@ -42,27 +41,10 @@ EVENTS, CLUSTER, CHUNK = 20000, 5000, 5000
 
 
 def run(client: Client, path: Path) -> dict[str, Any]:
-    warn = NanoAODSchema.warn_missing_crossrefs
-    NanoAODSchema.warn_missing_crossrefs = False
-    runner = processor.Runner(
-        executor=processor.DaskExecutor(client=client, status=False),
-        schema=NanoAODSchema,
-        chunksize=CHUNK,
-        savemetrics=True,
-    )
-    try:
-        with MetricsCollector(client) as mc:
-            output, report = runner(
-                {DATASET: {"files": {str(path): TREE}}},
-                processor_instance=DemoProcessor(),
-                treename=TREE,
-            )
-            mc.set_coffea_report(report)
-    finally:
-        NanoAODSchema.warn_missing_crossrefs = warn
-    assert mc.collector_errors == []
-    durations = {c["task_key"]: c["task_duration"] for c in mc.chunk_metrics}
-    return {"metrics": mc.get_metrics(), "output": output[DATASET], "durations": durations}
+    fileset = {DATASET: {"files": {str(path): TREE}}}
+    done = collected_run(client, fileset, DemoProcessor(), CHUNK)
+    metrics, output = done.mc.get_metrics(), done.output[DATASET]
+    return {"metrics": metrics, "output": output, "durations": done.durations}
 
 
 @pytest.fixture(scope="module")

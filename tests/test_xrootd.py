@@ -26,19 +26,18 @@ import awkward as ak
 import cloudpickle
 import pytest
 from coffea import processor
-from coffea.nanoevents import NanoAODSchema
+from coffea_run import TREE, collected_run
 from conftest import local_cluster
 from distributed import Client
 from uproot_truth import uproot_distinct_baskets
 
-from roastcoffea import MetricsCollector, RoastPlugin, track_metrics
+from roastcoffea import RoastPlugin, track_metrics
 from roastcoffea.demo.nanoaod import generate
 from roastcoffea.demo.xrootd import THROTTLE_INTERVAL_SECONDS, serve
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = pytest.mark.cluster  # the paced run starts a cluster of its own
 
-TREE = "Events"
 #: The paced server's share of bytes per throttle interval.
 PACED_RATE = 250e3
 
@@ -65,23 +64,8 @@ class SourceReader(processor.ProcessorABC):
 
 
 def run(client: Client, fileset: dict[str, Any], chunksize: int) -> tuple[dict, Any, dict]:
-    warn = NanoAODSchema.warn_missing_crossrefs
-    NanoAODSchema.warn_missing_crossrefs = False
-    runner = processor.Runner(
-        executor=processor.DaskExecutor(client=client, status=False),
-        schema=NanoAODSchema,
-        chunksize=chunksize,
-        savemetrics=True,
-    )
-    try:
-        with MetricsCollector(client) as mc:
-            output, report = runner(fileset, processor_instance=SourceReader(), treename=TREE)
-            mc.set_coffea_report(report)
-    finally:
-        NanoAODSchema.warn_missing_crossrefs = warn
-    assert mc.collector_errors == []
-    durations = {c["task_key"]: c["task_duration"] for c in mc.chunk_metrics}
-    return mc.get_metrics(), output, durations
+    done = collected_run(client, fileset, SourceReader(), chunksize)
+    return done.mc.get_metrics(), done.output, done.durations
 
 
 @pytest.fixture(scope="module")

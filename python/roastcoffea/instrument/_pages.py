@@ -28,11 +28,12 @@ def page_sizes(ntuple: Any, cluster: int, column: int, page: int) -> tuple[int, 
     description = ntuple.page_link_list[cluster][column].pages[page]
     bits = ntuple.column_records[column].nbits
     locator = description.locator
-    return (
-        int(locator.offset),
-        int(locator.num_bytes),
-        math.ceil(description.num_elements * bits / 8),
-    )
+    return int(locator.offset), int(locator.num_bytes), _uncompressed(description, bits)
+
+
+def _uncompressed(description: Any, bits: int) -> int:
+    """A page's elements at ``bits`` each, in whole bytes."""
+    return math.ceil(description.num_elements * bits / 8)
 
 
 class PageIndex:
@@ -52,12 +53,12 @@ class PageIndex:
     )
 
     def __init__(self, ntuple: Any) -> None:
-        records = ntuple.field_records
-        self.branches = {
-            field.field_name: (0, 0)
-            for number, field in enumerate(records)
+        # the top-level fields: a field is its own parent
+        self.branches = tuple(
+            field.field_name
+            for number, field in enumerate(ntuple.field_records)
             if field.parent_field_id == number
-        }
+        )
         bits = [column.nbits for column in ntuple.column_records]
         stored = uncompressed = 0
         self.cluster_bytes: list[int] = []
@@ -66,7 +67,7 @@ class PageIndex:
             for column, pages in enumerate(cluster):
                 for page in pages.pages:
                     in_cluster += int(page.locator.num_bytes)
-                    uncompressed += math.ceil(page.num_elements * bits[column] / 8)
+                    uncompressed += _uncompressed(page, bits[column])
             self.cluster_bytes.append(in_cluster)
             stored += in_cluster
         summaries = ntuple.cluster_summaries
