@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 import queue
 import re
@@ -10,6 +11,7 @@ import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy
 import pytest
@@ -190,6 +192,120 @@ def test_only_a_get_from_an_empty_queue_is_a_read_with_a_window_of_its_own() -> 
     assert task.wall["read"] >= waited[0] >= 0.02
     assert task.cpu["read"] <= task.wall["read"] - waited[0] + task.cpu_split_bound + 0.001
     assert "queue" in repr(get)
+
+
+class Basket:
+    """What uproot's decompression executor puts in the reader's queue."""
+
+
+def test_a_queue_wait_is_charged_to_what_ended_it() -> None:
+    ended_by = ((Basket, "decompress"), (type(None), "interpret"))
+    get = _native.PhaseHook(queue.Queue.get, "read", queue=True, ended_by=ended_by)
+    assert get.ended_by == ended_by
+    task = TaskPhases(cpu_interval=60.0)
+    items = queue.Queue()
+    waits: list[tuple[str, float]] = []
+
+    def put_once_the_get_waits(item: object, phase: str) -> None:
+        while not items.not_empty._waiters:  # type: ignore[attr-defined]
+            time.sleep(0.001)
+        seen = time.perf_counter()
+        time.sleep(0.02)
+        waits.append((phase, time.perf_counter() - seen))
+        items.put(item)
+
+    _native.set_current_task(task)
+    task.enter("interpret")
+    try:
+        for item, phase in ((b"chunk", "read"), (Basket(), "decompress"), (None, "interpret")):
+            putter = threading.Thread(target=put_once_the_get_waits, args=(item, phase))
+            putter.start()
+            assert get(items) is item
+            putter.join()
+    finally:
+        task.leave()
+        _native.set_current_task(None)
+    task.close()
+    assert task.switches == 1 + 3 and task.errors == 0
+    waited = dict(waits)
+    assert task.wall["read"] >= waited["read"] >= 0.02
+    assert task.wall["decompress"] >= waited["decompress"] >= 0.02
+    # interpret: the wait ended by None, and the calls around the gets
+    assert task.wall["interpret"] >= waited["interpret"] >= 0.02
+    assert (task.cpu["read"] + task.cpu["decompress"]) <= (
+        task.wall["read"] + task.wall["decompress"] - 0.04 + task.cpu_split_bound + 0.002
+    )
+
+
+def test_a_helper_clock_adds_its_work_beside_the_task_s_and_its_bytes_to_them() -> None:
+    task, helper = TaskPhases(), TaskPhases(cpu_interval=0.0, base="interpret")
+    codec = _native.PhaseHook(lambda self, data: data * 2, "decompress", codec="LZMA")
+    _native.set_current_task(helper)
+    try:
+        codec(None, b"1234")
+        burn(0.002)
+    finally:
+        _native.set_current_task(None)
+    helper.read_bytes = 40
+    helper.close()
+    task.read_bytes = 2
+    task.add_helper(helper)
+    ran = task.close()
+    assert task.helper_runs == 1
+    assert task.helper_wall == helper.wall and task.helper_cpu == helper.cpu
+    assert task.helper_cpu["interpret"] >= 0.002 - 1e-4  # a busy loop: on CPU, exactly
+    assert task.helper_wall["other"] == 0.0  # based at interpret
+    assert task.codecs["LZMA"][2:] == [4, 8]
+    assert task.read_bytes == 42
+    # beside the task's phases, not in them
+    assert math.fsum(task.wall.values()) == pytest.approx(ran, abs=1e-9)
+    with pytest.raises(TypeError, match="another TaskPhases"):
+        task.add_helper(task)
+    with pytest.raises(TypeError):
+        task.add_helper(object())  # type: ignore[arg-type]
+
+
+def test_helper_runs_wait_for_every_call_and_run_inline_calls_plainly() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from roastcoffea.instrument._helpers import HelperRuns
+
+    task = TaskPhases()
+    runs = HelperRuns(task)
+    seen: list[object] = []
+
+    def work(n: int) -> None:
+        burn(0.001)
+        seen.append(_native.current_task())
+
+    with ThreadPoolExecutor(2) as pool:
+        measured = runs.executor(pool)
+        for n in range(6):
+            measured.submit(work, n)
+        runs.wait()  # every call added before it returns
+        assert task.helper_runs == 6 and len(seen) == 6
+        assert all(isinstance(t, TaskPhases) and t is not task for t in seen)
+        assert math.fsum(task.helper_cpu.values()) >= 6 * 0.001 - 1e-3
+
+    class Inline:  # an executor that runs the call in the submitting thread
+        def submit(self, fn: Any, *args: Any) -> None:
+            fn(*args)
+
+    _native.set_current_task(task)
+    try:
+        runs.executor(Inline()).submit(work, 0)  # a measuring thread: its own task's
+    finally:
+        _native.set_current_task(None)
+    runs.wait()
+    assert seen[-1] is task and task.helper_runs == 6
+
+    class Shut:
+        def submit(self, fn: Any, *args: Any) -> None:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+    with pytest.raises(RuntimeError, match="shutdown"):
+        runs.executor(Shut()).submit(work, 0)
+    runs.wait()  # the refused call is not waited for
 
 
 def test_the_cpu_interval_is_checked() -> None:
@@ -620,15 +736,24 @@ def test_hook_kinds_are_checked_and_pickle() -> None:
         _native.PhaseHook(len, "read", chunk="TrivialFuture")
     with pytest.raises(TypeError, match="must be callable"):
         _native.PhaseHook(3, "read")
+    with pytest.raises(TypeError, match="ended_by is a queue hook's"):
+        _native.PhaseHook(len, "read", ended_by=((int, "decompress"),))
+    with pytest.raises(TypeError, match="pairs"):
+        _native.PhaseHook(len, "read", queue=True, ended_by=(("int", "decompress"),))
+    with pytest.raises(ValueError, match="not a phase"):
+        _native.PhaseHook(len, "read", queue=True, ended_by=((int, "unzip"),))
+    with pytest.raises(ValueError, match="4 pairs at most"):
+        _native.PhaseHook(len, "read", queue=True, ended_by=((int, "read"),) * 5)
     for hook in (
         _native.PhaseHook(len, "decompress", codec="ZSTD"),
         _native.PhaseHook(len, "interpret", unmaterialized="unbuilt"),
         _native.PhaseHook(len, "read", chunk=int),
         _native.PhaseHook(len, None, basket=True),
         _native.PhaseHook(len, "read", queue=True),
+        _native.PhaseHook(len, "read", queue=True, ended_by=((int, "interpret"),)),
     ):
         copy = pickle.loads(pickle.dumps(hook))
-        kind = ("phase", "codec", "unmaterialized", "chunk", "basket", "queue")
+        kind = ("phase", "codec", "unmaterialized", "chunk", "basket", "queue", "ended_by")
         assert [getattr(copy, k) for k in kind] == [getattr(hook, k) for k in kind]
 
 

@@ -70,12 +70,11 @@ bool roast_phase_wants_cpu_leaving(const roast_phase_clock *clock, double wall)
            (roast_phase_top_waits(clock) && wall - clock->last >= ROAST_PHASE_WAIT_INTERVAL);
 }
 
-/* Charges the wall since the last switch to the top phase (and codec). */
-static double charge_wall(roast_phase_clock *clock, double wall, int codec)
+/* Charges the wall since the last switch to phase (and codec); waits: the
+ * thread may have waited in it. */
+static double charge_wall(roast_phase_clock *clock, double wall, int phase, bool waits, int codec)
 {
-    int phase = roast_phase_top(clock);
     double stretch = wall - clock->last;
-    bool waits = roast_phase_top_waits(clock);
     clock->wall[phase] += stretch;
     clock->window[phase] += stretch;
     clock->window_waits[phase] += waits ? stretch : 0.0;
@@ -181,9 +180,12 @@ static void split_cpu(roast_phase_clock *clock, roast_instant now)
     clock->cpu_reads++;
 }
 
-static double charge(roast_phase_clock *clock, roast_instant now, int codec)
+/* Charges the stretch so far to phase (-1: the top phase) and codec. */
+static double charge(roast_phase_clock *clock, roast_instant now, int phase, int codec)
 {
-    double stretch = charge_wall(clock, now.wall, codec);
+    if (phase < 0)
+        phase = roast_phase_top(clock);
+    double stretch = charge_wall(clock, now.wall, phase, roast_phase_top_waits(clock), codec);
     if (!isnan(now.cpu))
         split_cpu(clock, now);
     return stretch;
@@ -191,7 +193,7 @@ static double charge(roast_phase_clock *clock, roast_instant now, int codec)
 
 double roast_phase_charge(roast_phase_clock *clock, roast_instant now)
 {
-    return charge(clock, now, -1);
+    return charge(clock, now, -1, -1);
 }
 
 bool roast_phase_enter_switches(const roast_phase_clock *clock, int phase, bool opaque)
@@ -242,11 +244,12 @@ bool roast_phase_leave_switches(const roast_phase_clock *clock)
     return (top & ROAST_PHASE_OPAQUE) || PHASE_OF(top) != PHASE_OF(clock->stack[clock->depth - 2]);
 }
 
-roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, int codec,
-                               double *stretch)
+/* Pops the top call, its last stretch charged to phase (-1: its own) and codec. */
+static roast_status leave(roast_phase_clock *clock, roast_instant now, int phase, int codec,
+                          double *stretch)
 {
     *stretch = 0.0;
-    if (codec != -1 && !codec_valid(codec))
+    if ((codec != -1 && !codec_valid(codec)) || (phase != -1 && !phase_valid(phase)))
         return ROAST_EINVAL;
     if (clock->lost) {
         clock->lost--;
@@ -255,10 +258,26 @@ roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, int 
     if (clock->depth < 2)
         return ROAST_EINVAL;
     if (roast_phase_leave_switches(clock))
-        *stretch = charge(clock, now, codec);
+        *stretch = charge(clock, now, phase, codec);
     if (clock->stack[--clock->depth] & ROAST_PHASE_OPAQUE)
         clock->opaque--;
     return ROAST_OK;
+}
+
+roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, int codec,
+                               double *stretch)
+{
+    return leave(clock, now, -1, codec, stretch);
+}
+
+roast_status roast_phase_leave_as(roast_phase_clock *clock, roast_instant now, int phase,
+                                  double *stretch)
+{
+    if (!phase_valid(phase)) {
+        *stretch = 0.0;
+        return ROAST_EINVAL;
+    }
+    return leave(clock, now, phase, -1, stretch);
 }
 
 roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instant now)

@@ -343,6 +343,38 @@ static void test_a_window_charges_its_time_off_cpu_to_its_waits_first(void)
     roast_phase_clock_release(&c);
 }
 
+/* A wait charged, as it ends, to what it waited for: the stretch goes to that
+ * phase, still a waiting stretch (the window's time off CPU goes to it first). */
+static void test_a_wait_is_charged_to_what_ended_it(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 10) == ROAST_OK);
+    c.wait_phases = 1u << READ;
+    double stretch;
+    /* interpret 1 s on CPU, then a 2 s wait for a decompressed basket, 0.5 s on CPU */
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, READ, false, at(1, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave_as(&c, at(3, 1.5), DECOMPRESS, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 2);
+    CHECK_EQ_D(c.wall[READ], 0);
+    CHECK_EQ_D(c.wall[DECOMPRESS], 2);
+    CHECK_EQ_D(c.cpu[DECOMPRESS], 0.5);
+    CHECK_EQ_D(c.cpu[INTERPRET], 1);
+    /* a wait nested in a read charges nothing of its own: the read's stretch is the read's */
+    CHECK(roast_phase_enter(&c, READ, false, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, READ, false, at(4, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave_as(&c, at(5, ROAST_CPU_UNREAD), INTERPRET, &stretch) == ROAST_OK);
+    CHECK_EQ_D(stretch, 0);
+    CHECK(roast_phase_leave(&c, at(6, 2), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.wall[READ], 3);
+    CHECK(roast_phase_leave_as(&c, at(6, ROAST_CPU_UNREAD), OTHER + 1, &stretch) == ROAST_EINVAL);
+    CHECK_EQ_U(c.depth, 2);
+    CHECK(roast_phase_leave(&c, at(7, 3), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(sum(c.wall), 7);
+    CHECK_EQ_D(sum(c.cpu), 3);
+    roast_phase_clock_release(&c);
+}
+
 int main(void)
 {
     test_stretches_go_to_the_top_phase();
@@ -357,5 +389,6 @@ int main(void)
     test_a_window_splits_its_cpu_by_wall();
     test_a_codec_window_is_exact_only_when_it_is_the_codec();
     test_a_window_charges_its_time_off_cpu_to_its_waits_first();
+    test_a_wait_is_charged_to_what_ended_it();
     return check_failures ? 1 : 0;
 }

@@ -52,6 +52,9 @@ typedef struct {
     unsigned long long passed, errors;
     PyObject *item;
     basket_log baskets; /* the uproot baskets the task parsed (python/.../_phase_hooks.py) */
+    /* the task's work run on helper threads (uproot's executors): wall and CPU per phase */
+    double helper_wall[ROAST_PHASE_COUNT], helper_cpu[ROAST_PHASE_COUNT];
+    unsigned long long helper_runs;
     char output_measured, in_work;
 } TaskPhases;
 
@@ -171,13 +174,33 @@ static double task_leave(TaskPhases *task, int codec)
     return stretch;
 }
 
+/* Leaves the top phase, its stretch charged to phase: what the call turned out to be. */
+static void task_leave_as(TaskPhases *task, int phase)
+{
+    roast_phase_clock *clock = &task->clock;
+    roast_instant now = no_instant;
+    if (roast_phase_leave_switches(clock)) {
+        now = (roast_instant){wall_now(), ROAST_CPU_UNREAD};
+        if (roast_phase_wants_cpu_leaving(clock, now.wall))
+            now.cpu = cpu_now();
+    }
+    double stretch;
+    if (roast_phase_leave_as(clock, now, phase, &stretch) != ROAST_OK)
+        task->errors++;
+}
+
 /* ---- TaskPhases ------------------------------------------------------------ */
 
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"cpu_interval", NULL};
+    static char *kwlist[] = {"cpu_interval", "base", NULL};
     double cpu_interval = ROAST_PHASE_CPU_INTERVAL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$d:TaskPhases", kwlist, &cpu_interval))
+    PyObject *base_name = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$dO:TaskPhases", kwlist, &cpu_interval,
+                                     &base_name))
+        return NULL;
+    int base = base_name ? phase_index(base_name) : PHASE_OTHER;
+    if (base < 0)
         return NULL;
     if (!(cpu_interval >= 0.0)) {
         PyErr_SetString(PyExc_ValueError, "cpu_interval must be a number >= 0");
@@ -189,7 +212,7 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     roast_instant now = clocks_now();
     task->started = now.wall;
     task->item = Py_NewRef(Py_None);
-    roast_status st = roast_phase_clock_init(&task->clock, PHASE_OTHER, now, cpu_interval);
+    roast_status st = roast_phase_clock_init(&task->clock, base, now, cpu_interval);
     if (st != ROAST_OK) {
         Py_DECREF(task);
         return roastpy_raise(st, NULL);
@@ -318,6 +341,54 @@ static PyObject *task_take_baskets(TaskPhases *task, PyObject *file)
     return taken;
 }
 
+/* Adds a helper thread's closed clock to the task: its phases beside the
+ * task's own (not in their sum: another thread's time), and its codecs,
+ * bytes, baskets and errors with the task's, whose chunk they are. */
+static PyObject *task_add_helper(TaskPhases *task, PyObject *arg)
+{
+    if (!PyObject_TypeCheck(arg, Py_TYPE(task)) || arg == (PyObject *)task) {
+        PyErr_SetString(PyExc_TypeError, "add_helper takes another TaskPhases");
+        return NULL;
+    }
+    TaskPhases *helper = (TaskPhases *)arg;
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
+        task->helper_wall[i] += helper->clock.wall[i];
+        task->helper_cpu[i] += helper->clock.cpu[i];
+    }
+    for (int i = 0; i < ROAST_CODEC_COUNT; i++) {
+        roast_codec_totals *to = &task->clock.codecs[i];
+        const roast_codec_totals *from = &helper->clock.codecs[i];
+        to->wall += from->wall;
+        to->cpu += from->cpu;
+        to->bytes_in += from->bytes_in;
+        to->bytes_out += from->bytes_out;
+        to->calls += from->calls;
+    }
+    task->read_bytes += helper->read_bytes;
+    task->errors += helper->errors;
+    task->helper_runs++;
+    const basket_log *log = &helper->baskets;
+    for (Py_ssize_t i = 0; i < log->count; i++) {
+        const basket_entry *e = &log->entries[i];
+        if (basket_log_add(&task->baskets, e->file, e->seek, e->nbytes, e->size) < 0)
+            return NULL;
+    }
+    basket_log_clear(&helper->baskets);
+    Py_RETURN_NONE;
+}
+
+static PyObject *task_get_helper_wall(TaskPhases *task, void *closure)
+{
+    (void)closure;
+    return seconds_dict(task->helper_wall);
+}
+
+static PyObject *task_get_helper_cpu(TaskPhases *task, void *closure)
+{
+    (void)closure;
+    return seconds_dict(task->helper_cpu);
+}
+
 static PyObject *task_get_baskets(TaskPhases *task, void *closure)
 {
     (void)closure;
@@ -347,6 +418,10 @@ static PyMethodDef task_methods[] = {
     {"take_baskets", (PyCFunction)task_take_baskets, METH_O,
      "take_baskets(file) -> dict\n\n{seek: (fNbytes, fObjlen + fKeylen)} of the logged baskets "
      "of file (by identity); empties the log."},
+    {"add_helper", (PyCFunction)task_add_helper, METH_O,
+     "add_helper(helper)\n\nAdd a helper thread's closed clock: its phases to helper_wall and "
+     "helper_cpu (beside the task's own), its codecs, read_bytes, baskets (moved) and errors "
+     "to the task's; counts a helper run."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -357,6 +432,10 @@ static PyGetSetDef task_getset[] = {
      NULL},
     {"codecs", (getter)task_get_codecs, NULL,
      "Per codec used: [wall, cpu, compressed bytes in, bytes out], a new dict.", NULL},
+    {"helper_wall", (getter)task_get_helper_wall, NULL,
+     "Wall seconds per phase of the task's work on helper threads, a new dict.", NULL},
+    {"helper_cpu", (getter)task_get_helper_cpu, NULL,
+     "Thread CPU seconds per phase of the task's work on helper threads, a new dict.", NULL},
     {"baskets", (getter)task_get_baskets, NULL,
      "(file, seek, fNbytes, fObjlen + fKeylen) of each uproot basket the task parsed since "
      "the log was last taken, a new list.",
@@ -386,6 +465,8 @@ static PyMemberDef task_members[] = {
      "When the clock started (perf_counter seconds)."},
     {"read_bytes", T_LONGLONG, offsetof(TaskPhases, read_bytes), 0,
      "Compressed bytes the task waited for (first wait of each uproot chunk)."},
+    {"helper_runs", T_ULONGLONG, offsetof(TaskPhases, helper_runs), READONLY,
+     "Helper clocks added (add_helper): the task's calls run on helper threads."},
     {"passed", T_ULONGLONG, offsetof(TaskPhases, passed), 0,
      "Hooked calls that only passed the call on (inside an opaque phase, or at no phase "
      "boundary)."},
@@ -407,8 +488,9 @@ PyTypeObject roastpy_TaskPhasesType = {
     .tp_name = "roastcoffea._native.TaskPhases",
     .tp_basicsize = sizeof(TaskPhases),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "TaskPhases(*, cpu_interval=0.001)\n\nOne task's phase clock: wall and CPU seconds "
-              "per phase, bytes, codecs.\nNested phases are exclusive; the phases add up to the "
+    .tp_doc = "TaskPhases(*, cpu_interval=0.001, base='other')\n\nOne task's phase clock: wall "
+              "and CPU seconds per phase, bytes, codecs; time outside every hooked call is base's."
+              "\nNested phases are exclusive; the phases add up to the "
               "time the clock ran. The thread's CPU clock is read at most every cpu_interval "
               "seconds, and around waits; the CPU in between is split over the phases by their "
               "wall, the time off CPU charged to the waits first (cpu_split_bound bounds the "
@@ -455,7 +537,8 @@ PyObject *roastpy_set_current_task(PyObject *module, PyObject *task)
  * basket hook is uproot's TBasket.read_members, passed on (it has no phase)
  * and the TKey sizes uproot has just parsed logged in the task's baskets; a
  * queue hook is queue.Queue.get: it times only a get from an empty queue,
- * a wait for what is queued next. */
+ * a wait for what is queued next, charged to the phase of what ended it. */
+#define MAX_ENDED_BY 4
 typedef struct {
     PyObject *func;
     int phase; /* -1 for a basket hook */
@@ -465,6 +548,10 @@ typedef struct {
     PyTypeObject *chunk; /* a chunk-wait hook's in-memory future type (uproot's TrivialFuture) */
     bool basket;
     bool queue; /* a queue hook: queue.Queue.get */
+    /* a queue hook's wait that got an instance of ended_types[i] is ended_phases[i]'s */
+    PyTypeObject *ended_types[MAX_ENDED_BY];
+    int ended_phases[MAX_ENDED_BY];
+    int ended;
 } hook_spec;
 
 typedef struct {
@@ -755,9 +842,33 @@ static bool queue_waits(PhaseHook *hook, TaskPhases *task, PyObject *queue)
     return n <= 0;
 }
 
+/* The phase a queue wait that got item is charged to: that of the first of the
+ * hook's ended_by types item is an instance of, else the hook's own. */
+static int phase_ended_by(const hook_spec *spec, PyObject *item)
+{
+    for (int i = 0; i < spec->ended; i++)
+        if (PyObject_TypeCheck(item, spec->ended_types[i]))
+            return spec->ended_phases[i];
+    return spec->phase;
+}
+
 static PyObject *queue_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    return call_timed_if(self, args, nargsf, kwnames, queue_waits, true);
+    PhaseHook *hook = (PhaseHook *)self;
+    TaskPhases *task = thread_task;
+    if (!task || task->clock.opaque || PyVectorcall_NARGS(nargsf) < 1)
+        return hook_pass(hook, task, args, nargsf, kwnames);
+    Py_INCREF(task); /* counting the queue's items may run Python code */
+    PyObject *result;
+    if (!queue_waits(hook, task, args[0])) {
+        result = hook_pass(hook, task, args, nargsf, kwnames);
+    } else {
+        task_enter(task, hook->spec.phase, hook->spec.opaque, true);
+        result = PyObject_Vectorcall(hook->spec.func, args, nargsf, kwnames);
+        task_leave_as(task, result ? phase_ended_by(&hook->spec, result) : hook->spec.phase);
+    }
+    Py_DECREF(task);
+    return result;
 }
 
 static vectorcallfunc call_of(const hook_spec *spec)
@@ -782,20 +893,54 @@ static PyObject *hook_alloc(PyTypeObject *type, const hook_spec *spec)
     Py_INCREF(spec->func);
     Py_XINCREF(spec->unmaterialized);
     Py_XINCREF(spec->chunk);
+    for (int i = 0; i < spec->ended; i++)
+        Py_INCREF(spec->ended_types[i]);
     hook->vectorcall = call_of(spec);
     return (PyObject *)hook;
 }
 
+/* ended_by, ((type, phase), ...), into spec (borrowed types: hook_alloc takes
+ * references); -1 with TypeError or ValueError. */
+static int parse_ended_by(PyObject *ended_by, hook_spec *spec)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(ended_by);
+    if (n > MAX_ENDED_BY) {
+        PyErr_Format(PyExc_ValueError, "ended_by: %d pairs at most", MAX_ENDED_BY);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(ended_by, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyType_Check(PyTuple_GET_ITEM(pair, 0))) {
+            PyErr_SetString(PyExc_TypeError, "ended_by: a tuple of (type, phase) pairs");
+            return -1;
+        }
+        int phase = phase_index(PyTuple_GET_ITEM(pair, 1));
+        if (phase < 0)
+            return -1;
+        spec->ended_types[i] = (PyTypeObject *)PyTuple_GET_ITEM(pair, 0);
+        spec->ended_phases[i] = phase;
+    }
+    spec->ended = (int)n;
+    return 0;
+}
+
 static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"func",  "phase",  "opaque", "codec", "unmaterialized",
-                             "chunk", "basket", "queue",  NULL};
+    static char *kwlist[] = {"func",  "phase",  "opaque", "codec",    "unmaterialized",
+                             "chunk", "basket", "queue",  "ended_by", NULL};
     PyObject *name, *codec = Py_None, *unmaterialized = Py_None, *chunk = Py_None;
+    PyObject *ended_by = NULL;
     hook_spec spec = {.codec = -1};
     int opaque = 0, basket = 0, queue = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOpp:PhaseHook", kwlist, &spec.func, &name,
-                                     &opaque, &codec, &unmaterialized, &chunk, &basket, &queue))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOOppO!:PhaseHook", kwlist, &spec.func,
+                                     &name, &opaque, &codec, &unmaterialized, &chunk, &basket,
+                                     &queue, &PyTuple_Type, &ended_by))
         return NULL;
+    if (ended_by && PyTuple_GET_SIZE(ended_by) && !queue) {
+        PyErr_SetString(PyExc_TypeError, "ended_by is a queue hook's");
+        return NULL;
+    }
     if ((codec != Py_None) + (unmaterialized != Py_None) + (chunk != Py_None) + basket + queue >
         1) {
         PyErr_SetString(PyExc_TypeError,
@@ -824,6 +969,8 @@ static PyObject *hook_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     spec.chunk = chunk == Py_None ? NULL : (PyTypeObject *)chunk;
     spec.basket = basket;
     spec.queue = queue;
+    if (ended_by && parse_ended_by(ended_by, &spec) < 0)
+        return NULL;
     return hook_alloc(type, &spec);
 }
 
@@ -832,6 +979,8 @@ static int hook_traverse(PhaseHook *hook, visitproc visit, void *arg)
     Py_VISIT(hook->spec.func);
     Py_VISIT(hook->spec.unmaterialized);
     Py_VISIT(hook->spec.chunk);
+    for (int i = 0; i < hook->spec.ended; i++)
+        Py_VISIT(hook->spec.ended_types[i]);
     return 0;
 }
 
@@ -840,6 +989,9 @@ static int hook_clear(PhaseHook *hook)
     Py_CLEAR(hook->spec.func);
     Py_CLEAR(hook->spec.unmaterialized);
     Py_CLEAR(hook->spec.chunk);
+    for (int i = 0; i < hook->spec.ended; i++)
+        Py_CLEAR(hook->spec.ended_types[i]);
+    hook->spec.ended = 0;
     return 0;
 }
 
@@ -876,6 +1028,23 @@ static PyObject *hook_get_codec(PhaseHook *hook, void *closure)
     return Py_NewRef(hook->spec.codec >= 0 ? codec_strs[hook->spec.codec] : Py_None);
 }
 
+/* ((type, phase), ...) of a queue hook's ended_by, a new tuple. */
+static PyObject *hook_get_ended_by(PhaseHook *hook, void *closure)
+{
+    (void)closure;
+    const hook_spec *spec = &hook->spec;
+    PyObject *pairs = PyTuple_New(spec->ended);
+    for (int i = 0; pairs && i < spec->ended; i++) {
+        PyObject *pair = Py_BuildValue("(OO)", (PyObject *)spec->ended_types[i],
+                                       phase_strs[spec->ended_phases[i]]);
+        if (!pair)
+            Py_CLEAR(pairs);
+        else
+            PyTuple_SET_ITEM(pairs, i, pair);
+    }
+    return pairs;
+}
+
 static PyObject *or_none(PyObject *obj)
 {
     return obj ? obj : Py_None;
@@ -898,12 +1067,16 @@ static PyObject *hook_reduce(PhaseHook *hook, PyObject *unused)
 {
     (void)unused;
     const hook_spec *spec = &hook->spec;
-    return Py_BuildValue("O(OOOOOOOO)", Py_TYPE(hook), spec->func,
+    PyObject *ended_by = hook_get_ended_by(hook, NULL);
+    if (!ended_by)
+        return NULL;
+    return Py_BuildValue("O(OOOOOOOON)", Py_TYPE(hook), spec->func,
                          spec->phase >= 0 ? phase_strs[spec->phase] : Py_None,
                          spec->opaque ? Py_True : Py_False,
                          spec->codec >= 0 ? codec_strs[spec->codec] : Py_None,
                          or_none(spec->unmaterialized), or_none((PyObject *)spec->chunk),
-                         spec->basket ? Py_True : Py_False, spec->queue ? Py_True : Py_False);
+                         spec->basket ? Py_True : Py_False, spec->queue ? Py_True : Py_False,
+                         ended_by);
 }
 
 static PyMethodDef hook_methods[] = {
@@ -917,6 +1090,9 @@ static PyGetSetDef hook_getset[] = {
     {"phase", (getter)hook_get_phase, NULL,
      "The phase its calls are charged to (None for a basket hook).", NULL},
     {"codec", (getter)hook_get_codec, NULL, "The codec whose totals its calls add to, or None.",
+     NULL},
+    {"ended_by", (getter)hook_get_ended_by, NULL,
+     "A queue hook's ((type, phase), ...): a wait that got an instance of type is phase's.",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -944,7 +1120,7 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, unmaterialized=None, "
-              "chunk=None, basket=False, queue=False)\n\n"
+              "chunk=None, basket=False, queue=False, ended_by=())\n\n"
               "func, its time charged to phase when the calling thread runs a measured task.\nWith "
               "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
               "len(data) and len(result) are added to the task's codecs.\nWith unmaterialized "
@@ -956,7 +1132,9 @@ PyTypeObject roastpy_PhaseHookType = {
               "basket (phase None), func is uproot's TBasket.read_members: the call is passed "
               "on and (file, seek, fNbytes, fObjlen + fKeylen) appended to the task's baskets.\n"
               "With queue, func is queue.Queue.get: only a get from an empty queue, a wait, is "
-              "timed, and the thread's CPU clock is read as it starts.",
+              "timed, and the thread's CPU clock is read as it starts; the wait is charged to "
+              "the phase of the first (type, phase) pair of ended_by whose type what it got is "
+              "an instance of, else to phase.",
     .tp_new = hook_new,
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_traverse = (traverseproc)hook_traverse,

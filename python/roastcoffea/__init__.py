@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         track_bytes,
         track_memory,
         track_metrics,
+        track_phases,
         track_section,
         track_time,
     )
@@ -55,6 +56,7 @@ _LAZY = {
     "track_bytes": "roastcoffea.instrument",
     "track_memory": "roastcoffea.instrument",
     "track_metrics": "roastcoffea.instrument",
+    "track_phases": "roastcoffea.instrument",
     "track_section": "roastcoffea.instrument",
     "track_time": "roastcoffea.instrument",
 }
@@ -101,6 +103,7 @@ __all__ = [
     "track_bytes",
     "track_memory",
     "track_metrics",
+    "track_phases",
     "track_section",
     "track_time",
 ]

@@ -124,7 +124,7 @@ CODECS: Final[tuple[str, ...]]
 class TaskPhases:
     """One task's phase clock: wall and CPU seconds per phase, bytes, codecs."""
 
-    def __init__(self, *, cpu_interval: float = 0.001) -> None: ...
+    def __init__(self, *, cpu_interval: float = 0.001, base: str = "other") -> None: ...
     @property
     def wall(self) -> dict[str, float]: ...
     @property
@@ -149,6 +149,12 @@ class TaskPhases:
     def codecs(self) -> dict[str, list[float]]: ...
     @property
     def baskets(self) -> list[tuple[Any, int, int, int]]: ...
+    @property
+    def helper_wall(self) -> dict[str, float]: ...
+    @property
+    def helper_cpu(self) -> dict[str, float]: ...
+    @property
+    def helper_runs(self) -> int: ...
     read_bytes: int
     passed: int
     item: Any
@@ -161,6 +167,10 @@ class TaskPhases:
     def take_baskets(self, file: Any) -> dict[int, tuple[int, int]]:
         """``{seek: (fNbytes, fObjlen + fKeylen)}`` of the logged baskets of ``file`` (by
         identity); empties the log."""
+    def add_helper(self, helper: TaskPhases) -> None:
+        """Add a helper thread's closed clock: its phases to ``helper_wall`` and
+        ``helper_cpu`` (beside the task's own), its codecs, ``read_bytes``, baskets (moved)
+        and errors to the task's; counts a helper run."""
 
 class Around:
     """``func`` called between ``enter`` and ``leave``, with no Python frame of its own.
@@ -192,7 +202,9 @@ class PhaseHook:
     ``func`` is uproot's ``TBasket.read_members``: the call is passed on and the basket's
     (file, seek, fNbytes, fObjlen + fKeylen) logged in the task (``baskets``,
     ``take_baskets``); with ``queue``, ``func`` is ``queue.Queue.get``: only a get from an
-    empty queue, a wait, is timed, and the thread's CPU clock is read as it starts.
+    empty queue, a wait, is timed, and the thread's CPU clock is read as it starts; the
+    wait is charged to the phase of the first ``(type, phase)`` of ``ended_by`` whose type
+    what it got is an instance of, else to ``phase``.
     """
 
     def __init__(
@@ -205,6 +217,7 @@ class PhaseHook:
         chunk: type | None = None,
         basket: bool = False,
         queue: bool = False,
+        ended_by: tuple[tuple[type, str], ...] = (),
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
@@ -222,6 +235,8 @@ class PhaseHook:
     def chunk(self) -> type | None: ...
     @property
     def queue(self) -> bool: ...
+    @property
+    def ended_by(self) -> tuple[tuple[type, str], ...]: ...
     @property
     def basket(self) -> bool: ...
 

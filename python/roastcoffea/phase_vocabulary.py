@@ -14,11 +14,16 @@ PHASES = ("open", "read", "decompress", "interpret", "user", "output", "other")
 # digests them under these activities and units, the metrics read them back.
 #: Activity label of a phase, and of a codec's share of ``decompress``.
 PHASE_ACTIVITY, CODEC_ACTIVITY = "phase:{}", "decompress:{}"
+#: Activity label of a phase's work on helper threads (uproot's executor pools): beside
+#: the task's phases, not in their sum.
+HELPER_ACTIVITY = "helper:{}"
 #: The phase each phase activity is of: ``{"phase:open": "open", ...}``.
 PHASE_OF_ACTIVITY = {PHASE_ACTIVITY.format(p): p for p in PHASES}
 #: Activities counting the measured tasks, those whose output was measured, and the
 #: clock's own cost (its switches, and their estimated seconds).
 TASKS_ACTIVITY, OUTPUTS_ACTIVITY, CLOCK_ACTIVITY = "phase-tasks", "phase-outputs", "phase-clock"
+#: Activity counting the calls the measured tasks' executors ran on helper threads.
+HELPERS_ACTIVITY = "phase-helpers"
 #: Units (never Dask's "seconds": those are subtracted from the task's thread time).
 WALL, CPU, BYTES, COMPRESSED, COUNT = (
     "wall-seconds",
@@ -30,7 +35,7 @@ WALL, CPU, BYTES, COMPRESSED, COUNT = (
 
 
 #: What every activity of the phase clock starts with, and no activity of Dask's.
-ACTIVITY_PREFIXES = ("phase:", "phase-", "decompress:")
+ACTIVITY_PREFIXES = ("phase:", "phase-", "decompress:", "helper:")
 
 
 def is_phase_activity(activity: str) -> bool:
@@ -39,8 +44,9 @@ def is_phase_activity(activity: str) -> bool:
 
 
 #: Where a task's digests go in its fine metrics: whether its output was measured,
-#: and the names of the codecs it decompressed with (in the order of its values).
-Layout = tuple[bool, tuple[str, ...]]
+#: the names of the codecs it decompressed with and the phases its helper threads
+#: ran (each in the order of its values).
+Layout = tuple[bool, tuple[str, ...], tuple[str, ...]]
 #: A task's fine metrics: its layout and a value per label of :func:`digest_labels`.
 PhaseDigests = tuple[Layout, list[float]]
 #: Layouts whose labels are remembered (a worker sees a handful); beyond, forgotten.
@@ -58,7 +64,7 @@ def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
     labels = _LABELS.get(layout)
     if labels is not None:
         return labels
-    output_measured, codec_names = layout
+    output_measured, codec_names, helper_phases = layout
     built: list[tuple[str, str]] = []
     for phase in PHASES:
         if phase != "output" or output_measured:
@@ -71,6 +77,10 @@ def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
     built += ((CLOCK_ACTIVITY, WALL), (CLOCK_ACTIVITY, CPU))
     if output_measured:
         built.append((OUTPUTS_ACTIVITY, COUNT))
+    for phase in helper_phases:
+        built += ((HELPER_ACTIVITY.format(phase), WALL), (HELPER_ACTIVITY.format(phase), CPU))
+    if helper_phases:
+        built.append((HELPERS_ACTIVITY, COUNT))
     if len(_LABELS) >= MAX_LAYOUTS:
         _LABELS.clear()
     labels = _LABELS[layout] = tuple(built)

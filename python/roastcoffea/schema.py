@@ -326,6 +326,15 @@ PHASE_RECORD = fields(
         "wall": mapping(text, some_number),
         "cpu": mapping(text, some_number),
         "codecs": optional(mapping(text, sequence(number))),
+        "helpers": optional(
+            fields(
+                {
+                    "runs": some_count,
+                    "wall": mapping(text, some_number),
+                    "cpu": mapping(text, some_number),
+                }
+            )
+        ),
     }
 )
 
@@ -447,7 +456,7 @@ COUNTS = (
     "num_chunks", "num_failed_chunks", "num_successful_chunks", "total_events_from_chunks",
     "peak_workers", "phase_tasks", "phase_read_bytes", "phase_clock_switches",
     "recomputed_chunks", "recomputed_events", "total_branches_read", "read_requests",
-    "metadata_bytes", "profile_samples",
+    "metadata_bytes", "profile_samples", "helper_runs",
 )  # fmt: skip
 
 #: Every metric the schema knows: its check.
@@ -490,6 +499,8 @@ METRICS: dict[str, Check] = {
     "raw_span_metrics": optional(mapping(span_key, some_number)),
     "phase_chunk_seconds": optional(table),
     "phase_cpu_seconds": optional(numbers_by_name),
+    "helper_wall_seconds": optional(numbers_by_name),
+    "helper_cpu_seconds": optional(numbers_by_name),
     "phase_wall_seconds": optional(numbers_by_name),
     "phase_share_percent": optional(numbers_by_name),
     "phase_per_dataset": optional(table),

@@ -128,6 +128,14 @@ bool roast_phase_leave_switches(const roast_phase_clock *clock);
 roast_status roast_phase_leave(roast_phase_clock *clock, roast_instant now, int codec,
                                double *stretch);
 
+/* roast_phase_leave with the last stretch charged to phase instead of the
+ * phase the call entered: a wait whose cause is known only when it ends (what
+ * arrived). The stretch is a waiting one if the entered phase is; a call that
+ * does not switch charges nothing of its own, as in roast_phase_leave. EINVAL
+ * for a phase out of range (nothing is popped). */
+roast_status roast_phase_leave_as(roast_phase_clock *clock, roast_instant now, int phase,
+                                  double *stretch);
+
 /* Charges the stretch so far to the top phase; returns its wall seconds. */
 double roast_phase_charge(roast_phase_clock *clock, roast_instant now);
 /* Charges the stretch so far, then charges time outside every entered phase

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from roastcoffea.instrument._counters import instrumentation_counters
 from roastcoffea.instrument.decorator import track_metrics
+from roastcoffea.instrument.phases import track_phases
 from roastcoffea.instrument.sections import (
     BaseInstrumentationContext,
     track_bytes,
@@ -48,6 +49,7 @@ __all__ = [
     "track_bytes",
     "track_memory",
     "track_metrics",
+    "track_phases",
     "track_section",
     "track_time",
 ]

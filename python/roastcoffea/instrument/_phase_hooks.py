@@ -24,9 +24,14 @@ coffea ``_compression_wrapper.__call__``,           the task (owns the clock)
 ``NanoEventsFactory.from_root``                     and decompression included)
 uproot ``Chunk.wait`` (first wait of a chunk),      ``read``
 a get from uproot's array reader's queue while
-nothing has arrived, a source's single-range
-``chunk`` (an RNTuple's pages)
-uproot codecs' ``decompress`` (per codec)           ``decompress``
+nothing has arrived (ended by a chunk), a
+source's single-range ``chunk`` (an RNTuple's
+pages)
+uproot codecs' ``decompress`` (per codec), a get    ``decompress``
+from the reader's queue ended by a basket an
+executor decompressed
+a get from the reader's queue ended by an array     ``interpret``
+an executor built
 ``NanoEventsFactory.events``, awkward's             ``interpret``
 ``VirtualNDArray.materialize`` of an array not
 built yet (a NanoEvents column's generator),
@@ -37,6 +42,10 @@ uproot ``TBasket.read_members``                     none: it logs the basket's
                                                     TKey sizes in the task
 uproot RNTuple ``read_page``                        none: it logs the page's
                                                     sizes in the chunk
+uproot's reader ``_ranges_or_baskets_to_arrays``    none: with executor pools,
+                                                    their calls are measured on
+                                                    the helper threads
+                                                    (:mod:`._helpers`)
 ==================================================  ===========================
 """
 
@@ -55,6 +64,7 @@ from roastcoffea._native import Around, PhaseHook
 from roastcoffea.instrument import phases
 from roastcoffea.instrument._chunk import ACTIVE, Chunk
 from roastcoffea.instrument._counters import COUNTERS
+from roastcoffea.instrument._helpers import reader as helper_reader
 from roastcoffea.instrument._pages import page_sizes
 
 Wrapper = Callable[[Any], Any]  # the original attribute -> its replacement
@@ -121,25 +131,34 @@ def _wait(func: Callable[..., Any]) -> PhaseHook:
     return PhaseHook(func, "read", chunk=TrivialFuture)
 
 
-class _ReadQueue(queue.Queue):
-    """uproot's queue of arrived chunks: its reader blocks in ``get`` while bytes are on their way.
-
-    uproot's default executors decompress and interpret in the reading thread,
-    so the only thing the reader waits for here is the source. A get from an
-    empty queue is a wait, a ``read``: the clock reads the thread's CPU clock
-    as it starts (and, if it lasted, as it ends), so the wait has a window of
-    its own. A get of a chunk already there waits for nothing and is passed on,
-    its microsecond left to the phase around it.
-    """
-
-    get = PhaseHook(queue.Queue.get, "read", queue=True)
-
-
 def _reader_queue(module: types.ModuleType) -> types.ModuleType:
-    """The ``queue`` module as uproot's TBranch reader sees it, with :class:`_ReadQueue`."""
+    """The ``queue`` module as uproot's TBranch reader sees it, its ``Queue`` a read queue."""
+    from uproot.models.TBasket import Model_TBasket
+
+    class ReadQueue(queue.Queue):
+        """uproot's reader's queue: its reader blocks in ``get`` until the next thing arrives.
+
+        What arrives is a chunk of bytes from the source, a basket decompressed by the
+        ``decompression_executor`` or None from the ``interpretation_executor`` (an array
+        built). uproot's default executors run in the reading thread, so then the reader
+        only ever waits for the source. A get from an empty queue is a wait, charged when
+        it ends to what ended it: a chunk ``read``, a basket ``decompress``, None
+        ``interpret``. The clock reads the thread's CPU clock as it starts (and, if it
+        lasted, as it ends), so the wait has a window of its own. A get of something
+        already there waits for nothing and is passed on, its microsecond left to the
+        phase around it.
+        """
+
+        get = PhaseHook(
+            queue.Queue.get,
+            "read",
+            queue=True,
+            ended_by=((Model_TBasket, "decompress"), (type(None), "interpret")),
+        )
+
     shim = types.ModuleType(module.__name__, module.__doc__)
     shim.__dict__.update(vars(module))
-    shim.Queue = _ReadQueue  # type: ignore[attr-defined]
+    shim.Queue = ReadQueue  # type: ignore[attr-defined]
     return shim
 
 
@@ -288,6 +307,7 @@ def _targets() -> list[tuple[Any, str, Wrapper]]:
         (chunk.Chunk, "wait", _wait),
         (tbasket.Model_TBasket, "read_members", _basket),
         (tbranch, "queue", _reader_queue),
+        (tbranch, "_ranges_or_baskets_to_arrays", helper_reader),
         (rntuple.Model_ROOT_3a3a_RNTuple, "read_page", _page),
         *((source, "chunk", _single_read) for source in _single_read_sources()),
         *((codec, "decompress", _codec(name)) for name, codec in codecs.items()),

@@ -20,11 +20,14 @@ the phases as fine performance metrics.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from roastcoffea import _native
 from roastcoffea.instrument._counters import COUNTERS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: One task's phase clock (native): wall and CPU seconds per phase, bytes, codecs.
 #: Its counters say how often the hooks ran: ``switches`` read the clocks on entry
@@ -104,6 +107,44 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     :func:`leave_task` in an ``Around``: no frame of theirs on the task's stack.
     """
     return _native.Around(func, enter_task, leave_task)(*args, **kwargs)
+
+
+def track_phases(func: F) -> F:
+    """Measure every call of ``func`` with the phase clock, as coffea's Runner tasks are.
+
+    Parameters
+    ----------
+    func : callable
+        A function run as a Dask task that reads with coffea or uproot outside coffea's
+        ``Runner``: e.g. one chunk through ``NanoEventsFactory.from_root`` with
+        uproot's ``decompression_executor`` / ``interpretation_executor`` pools, which
+        ``Runner`` does not pass on.
+
+    Returns
+    -------
+    callable
+        ``func``, unchanged in what it returns or raises.
+
+    Notes
+    -----
+    On a worker with the roastcoffea plugin each call's phases become the task's fine
+    metrics and ``kind="phases"`` record, as a Runner task's do: ``user`` from the return
+    of ``events()`` on, ``other`` what precedes the first hooked call, and the work
+    uproot's executor pools did on helper threads beside them. A call inside a measured
+    task, or with nobody listening (no plugin), is only passed on.
+    """
+    tracked = _native.Around(func, _enter_work_task, leave_task)
+    functools.update_wrapper(tracked, func)
+    return tracked  # type: ignore[return-value]
+
+
+def _enter_work_task(*args: Any, **kwargs: Any) -> TaskPhases | None:
+    """:func:`enter_task` for a task that is its own work function: ``events()`` starts
+    the user's code in it."""
+    task = enter_task()
+    if task is not None:
+        task.in_work = True
+    return task
 
 
 def enter_task(*args: Any, **kwargs: Any) -> TaskPhases | None:

@@ -48,6 +48,9 @@ KEYS = (
     "phase_clock_switches",
     "phase_clock_seconds",
     "phase_clock_percent",
+    "helper_runs",
+    "helper_wall_seconds",
+    "helper_cpu_seconds",
 )
 #: Keys from the phase records.
 RECORD_KEYS = (
@@ -110,7 +113,26 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("phase_clock_switches", int(_total(rows, vocab.CLOCK_ACTIVITY, vocab.COUNT)))
     out.put("phase_clock_seconds", clock)
     out.put("phase_clock_percent", _percent(clock, total))
+    _put_helpers(rows, out)
     _put_records(inputs.phases, out)
+
+
+def _put_helpers(rows: Rows, out: Metrics) -> None:
+    """The measured tasks' work on helper threads (uproot's executor pools), per phase."""
+    runs = _total(rows, vocab.HELPERS_ACTIVITY, vocab.COUNT)
+    if not runs:
+        reason = (
+            "no measured task handed work to uproot's executor pools (decompression_executor, "
+            "interpretation_executor): all of it ran in the tasks' own threads, in their phases"
+        )
+        for key in ("helper_runs", "helper_wall_seconds", "helper_cpu_seconds"):
+            out.missing(key, reason)
+        return
+    activities = {a for _, a, _ in rows}
+    ran = [p for p in vocab.PHASES if vocab.HELPER_ACTIVITY.format(p) in activities]
+    out.put("helper_runs", int(runs))
+    for key, unit in (("helper_wall_seconds", vocab.WALL), ("helper_cpu_seconds", vocab.CPU)):
+        out.put(key, {p: _total(rows, vocab.HELPER_ACTIVITY.format(p), unit) for p in ran})
 
 
 def _execute_rows(inputs: MetricsInputs) -> Rows:

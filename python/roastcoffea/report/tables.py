@@ -372,18 +372,23 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
         or not isinstance(shares, Mapping)
     ):
         return None
+    helpers = metrics.get("helper_cpu_seconds")
+    helpers = helpers if isinstance(helpers, Mapping) else None
     rows = [
         (
             Cell(str(phase)),
             show(seconds, format_time),
             show(cpu.get(phase), format_time),
             show(shares.get(phase), percent),
+            *(() if helpers is None else (_helper_cell(helpers, phase),)),
         )
         for phase, seconds in wall.items()
     ]
-    columns = (Column("Phase"), *(Column(name, numeric=True) for name in ("Wall", "CPU", "Share")))
+    names = ("Wall", "CPU", "Share", *(() if helpers is None else ("Helper Threads' CPU",)))
+    columns = (Column("Phase"), *(Column(name, numeric=True) for name in names))
+    blank = (Cell(""),) * (len(names) - 1)
     rows += [
-        (_label(label), value_cell(metrics, key, fmt), Cell(""), Cell(""))
+        (_label(label), value_cell(metrics, key, fmt), *blank)
         for label, key, fmt in (
             ("Read Bandwidth", "read_bandwidth_mb_s", mb_per_second),
             ("Decompression Output Rate", "decompress_throughput_mb_s", mb_per_second),
@@ -393,6 +398,12 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
     ]
     tasks = show(metrics.get("phase_tasks"), count).text
     note = f"{tasks} task(s) measured; shares of their compute time."
+    if helpers is not None:
+        runs = show(metrics.get("helper_runs"), count).text
+        note += (
+            f" {runs} call(s) ran on uproot's executor pools: their CPU is beside the tasks'"
+            " own, not in the shares (the tasks' waits for them are)."
+        )
     bound = metrics.get("phase_cpu_split_bound_seconds")
     if is_number(bound) and bound > 0:
         note += (
@@ -400,6 +411,11 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
             " the setting roastcoffea.phase-cpu-interval = 0 makes it exact)."
         )
     return TableData(PHASES_TITLE, columns, tuple(rows), note)
+
+
+def _helper_cell(helpers: Mapping[str, Any], phase: str) -> Cell:
+    """A phase's CPU on helper threads; blank for a phase they did not run."""
+    return show(helpers[phase], format_time) if phase in helpers else Cell("")
 
 
 def codecs_table(metrics: Mapping[str, Any]) -> TableData | None:

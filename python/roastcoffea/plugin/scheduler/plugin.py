@@ -344,13 +344,13 @@ class RoastPlugin(SchedulerPlugin):
     def _add_phases(self, worker: str, entry: Any) -> None:
         """Add a task's phase digests, sent with its records, to the digest table.
 
-        ``entry`` is ``[span, prefix, output measured, [codec, ...], [value, ...],
-        dataset]`` (the worker's ``_phases_entry``); the values are labelled as
-        :func:`~roastcoffea.phase_vocabulary.digest_labels` says. Counted when malformed.
+        ``entry`` is ``[span, prefix, output measured, [codec, ...], [helper phase, ...],
+        [value, ...], dataset]`` (the worker's ``_phases_entry``); the values are labelled
+        as :func:`~roastcoffea.phase_vocabulary.digest_labels` says. Counted when malformed.
         """
         try:
-            span, prefix, output_measured, codecs, values, dataset = entry
-            labels = digest_labels((bool(output_measured), tuple(codecs)))
+            span, prefix, output_measured, codecs, helpers, values, dataset = entry
+            labels = digest_labels((bool(output_measured), tuple(codecs), tuple(helpers)))
             self.aggregator.add_digests(worker, "execute", span, prefix, labels, values)
         except (TypeError, ValueError):
             self._count_error("phase_digests")

@@ -353,11 +353,11 @@ def _complete_requests(record: dict[str, Any], source: Any) -> None:
 
 def _phases_entry(digests: TaskDigests, dataset: Any) -> list[Any]:
     """A task's phase digests as the record message carries them:
-    ``[span, prefix, output measured, [codec, ...], [value, ...], dataset]`` (the
-    dataset of its phase record, None without one)."""
-    (span, prefix), ((output_measured, codecs), values) = digests
+    ``[span, prefix, output measured, [codec, ...], [helper phase, ...], [value, ...],
+    dataset]`` (the dataset of its phase record, None without one)."""
+    (span, prefix), ((output_measured, codecs, helpers), values) = digests
     dataset = dataset if isinstance(dataset, str) else None
-    return [span, prefix, output_measured, list(codecs), values, dataset]
+    return [span, prefix, output_measured, list(codecs), list(helpers), values, dataset]
 
 
 def _unencodable_field(record: dict[str, Any]) -> str | None:

@@ -77,7 +77,22 @@ def phase_digests(
     values += (1, task.switches + task.nested, clock_seconds(task), task.cpu_split_bound)
     if task.output_measured:
         values.append(1)
-    return (task.output_measured, tuple(codecs)), values
+    helpers = helper_phases(task)
+    if helpers:
+        helper_wall, helper_cpu = task.helper_wall, task.helper_cpu
+        for phase in helpers:
+            values += (helper_wall[phase], helper_cpu[phase])
+        values.append(task.helper_runs)
+    return (task.output_measured, tuple(codecs), helpers), values
+
+
+def helper_phases(task: TaskPhases) -> tuple[str, ...]:
+    """The phases the task's helper threads ran (``interpret``, where every helper call
+    starts, when none lasted a measurable time); none without helper runs."""
+    if not task.helper_runs:
+        return ()
+    wall = task.helper_wall
+    return tuple(p for p in PHASES if wall[p] > 0) or ("interpret",)
 
 
 def phase_record(
@@ -104,6 +119,20 @@ def phase_record(
         "cpu": {p: (None if p == "output" and output is None else cpu[p]) for p in PHASES},
         "read_bytes": task.read_bytes,
         "codecs": codecs,
+        "helpers": _helpers(task),
+    }
+
+
+def _helpers(task: TaskPhases) -> dict[str, Any] | None:
+    """The task's work on helper threads: calls, and wall and CPU per phase; None without."""
+    phases = helper_phases(task)
+    if not phases:
+        return None
+    wall, cpu = task.helper_wall, task.helper_cpu
+    return {
+        "runs": task.helper_runs,
+        "wall": {p: wall[p] for p in phases},
+        "cpu": {p: cpu[p] for p in phases},
     }
 
 
