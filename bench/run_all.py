@@ -21,7 +21,12 @@ from pathlib import Path
 
 #: question (a section of docs/performance.md) -> its benchmarks
 QUESTIONS = {
-    "chunk": ("chunk_overhead.py", "chunk_instructions.py", "chunk_parts.py"),
+    "chunk": (
+        "chunk_overhead.py",
+        "chunk_instructions.py",
+        "chunk_parts.py",
+        "chunk_helper_threads.py",
+    ),
     "scheduler": ("scheduler_hook.py", "scheduler_insitu.py", "scheduler_overhead.py"),
     "scale": ("scale_scheduler.py", "scale_runs.py", "scale_measurement.py"),
     "exit": ("exit_latency.py", "exit_flush.py"),

@@ -120,7 +120,8 @@ not observe the task's end), ``elapsed`` (s, by the phase clock), ``wall`` and
 ``cpu`` (``{phase: seconds}``, ``output`` None when coffea's compression is off),
 ``read_bytes``, ``codecs`` (``{codec: [wall, cpu, bytes in, bytes out]}``) and
 ``helpers`` (None, or ``{"runs", "wall", "cpu"}``: the task's work on uproot's executor
-pools, ``{phase: seconds}`` beside its own). docs/metrics.md, "Processor phases", says what each phase covers.
+pools, ``{phase: seconds}`` beside its own).
+docs/metrics.md, "Processor phases", says what each phase covers.
 
 Lost record (``kind="lost"``, ``v=1``): sent by the worker plugin in place of a
 record it could not send (``reason``: the record did not encode, or the plugin
