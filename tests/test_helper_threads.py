@@ -161,6 +161,10 @@ def test_the_metrics_are_the_records_sums_on_the_task_s_worker(runs: dict[str, A
         assert metrics[key] == pytest.approx(record["helpers"][part], rel=1e-9), key
     assert record["worker"] == runs["worker"]
     assert record["prefix"] == "read_chunk"
+    # the work item, from the events' metadata: no coffea WorkItem in a task of one's own
+    assert (record["dataset"], record["file"]) == (DATASET, runs["path"])
+    assert (record["entry_start"], record["entry_stop"]) == (0, EVENTS)
+    assert metrics["interpret_rate_hz"] > 0
 
 
 def guide_example() -> str:

@@ -98,9 +98,20 @@ def _events(func: Callable[..., Any]) -> Callable[..., Any]:
         task = _current()
         if task is not None and task.in_work:
             task.rebase("user")
+            if task.item is None:  # a task of its own (track_phases): no coffea WorkItem
+                task.item = _quietly(_item_of_events, result)
         return result
 
     return events
+
+
+def _item_of_events(events: Any) -> types.SimpleNamespace:
+    """The work item a task of its own read, as coffea's WorkItem names it, from the
+    events' metadata (what ``from_root`` was given)."""
+    meta = getattr(events, "metadata", None)
+    meta = meta if isinstance(meta, dict) else {}
+    names = ("dataset", "filename", "entrystart", "entrystop")
+    return types.SimpleNamespace(**{name: meta.get(name) for name in names})
 
 
 def _materialize(func: Callable[..., Any]) -> PhaseHook:

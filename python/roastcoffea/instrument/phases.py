@@ -130,7 +130,8 @@ def track_phases(func: F) -> F:
     On a worker with the roastcoffea plugin each call's phases become the task's fine
     metrics and ``kind="phases"`` record, as a Runner task's do: ``user`` from the return
     of ``events()`` on, ``other`` what precedes the first hooked call, and the work
-    uproot's executor pools did on helper threads beside them. A call inside a measured
+    uproot's executor pools did on helper threads beside them; the record's dataset, file
+    and entry range are those of the events' metadata. A call inside a measured
     task, or with nobody listening (no plugin), is only passed on.
     """
     tracked = _native.Around(func, _enter_work_task, leave_task)
