@@ -206,3 +206,37 @@ def test_the_phases_table_shows_the_helpers_cpu_only_with_pools(runs: dict[str, 
     assert rows["decompress"][-1].text == format_time(helpers["decompress"])
     assert rows["user"][-1].text == ""
     assert f"{runs['pool']['metrics']['helper_runs']} call(s)" in pool.note
+
+
+def test_coffea_s_runner_does_not_pass_a_pool_on(runs: dict[str, Any]) -> None:
+    # docs/metrics.md says so: Runner's uproot_options go to uproot.open, whose executors
+    # the NanoEvents mapping overrides with uproot's in-thread ones. Checked in this
+    # process (coffea's IterativeExecutor: nothing to pickle), with a pool that counts.
+    from coffea import processor
+
+    class CountingPool(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            CountingPool.submitted += 1
+            return super().submit(fn, *args, **kwargs)
+
+    warn = NanoAODSchema.warn_missing_crossrefs
+    NanoAODSchema.warn_missing_crossrefs = False
+    with CountingPool(2) as pool:
+        runner = processor.Runner(
+            executor=processor.IterativeExecutor(status=False),
+            schema=NanoAODSchema,
+            chunksize=EVENTS,
+        )
+        try:
+            output = runner(
+                {DATASET: {"files": {runs["path"]: TREE}}},
+                processor_instance=DemoProcessor(),
+                treename=TREE,
+                uproot_options={"decompression_executor": pool, "interpretation_executor": pool},
+            )
+        finally:
+            NanoAODSchema.warn_missing_crossrefs = warn
+    assert output[DATASET]["cutflow"]["events"] == EVENTS
+    assert CountingPool.submitted == 0
