@@ -4,9 +4,11 @@ Source: the ``phase:<name>``, ``decompress:<codec>``, ``phase-tasks`` and
 ``phase-outputs`` activities of the span's ``execute`` digests, which the
 worker plugin's phase clock adds to Dask's fine performance metrics (units
 ``wall-seconds``, ``cpu-seconds``, ``bytes``, ``compressed-bytes``,
-``count``), and the ``kind="phases"`` records (one per measured task) for the
-per-chunk and per-dataset views. Shares are of the phases' total wall time,
-which is the measured tasks' compute time by construction.
+``count``), with ``helper:<name>`` and ``phase-helpers`` for the work uproot's
+executor pools ran on helper threads, and the ``kind="phases"`` records (one per
+measured task) for the per-chunk and per-dataset views. Shares are of the phases'
+total wall time, which is the measured tasks' compute time by construction; the
+helpers' time is beside it.
 """
 
 from __future__ import annotations
