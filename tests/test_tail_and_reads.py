@@ -29,12 +29,16 @@ from throttled_http import serve
 
 from roastcoffea import MetricsCollector, RoastPlugin, track_metrics
 from roastcoffea.demo.nanoaod import generate
+from roastcoffea.metrics.diagnosis import TAIL_IDLE_PERCENT
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 TREE = "Events"
 FAST = 4e6
-SLOW = FAST / 10
+# Slow enough that the tail (the slow file's last chunk alone) leaves well over
+# TAIL_IDLE_PERCENT of the thread-seconds idle even when a loaded machine stretches the
+# fast chunks' CPU: about 2.7 s per slow chunk against tenths of a second.
+SLOW = FAST / 40
 HTTP = {"handler": uproot.source.http.HTTPSource}
 
 
@@ -137,8 +141,13 @@ def test_the_tail_is_the_slow_files_and_its_cause_is_read(slow_file_run: dict[st
     assert m["tail_cause"]["kind"] == "file" and m["tail_cause"]["name"] == slow
     assert m["tail_cause"]["phase"] == "read"
 
-    finding = next(f for f in m["diagnosis"] if f["rule"] == "tail")
-    assert slow in finding["message"] and "storage" in finding["message"]
+    # The rule fires exactly when the tail left TAIL_IDLE_PERCENT of the thread-seconds idle.
+    capacity = m["wall_split"]["steady"]["thread_seconds"] + tail["thread_seconds"]
+    share = 100.0 * tail["idle_thread_seconds"] / capacity
+    findings = [f for f in m["diagnosis"] if f["rule"] == "tail"]
+    assert bool(findings) == (share >= TAIL_IDLE_PERCENT), share
+    assert findings, f"the tail left {share:.1f}% of the thread-seconds idle"
+    assert slow in findings[0]["message"] and "storage" in findings[0]["message"]
 
 
 def test_idle_thread_seconds_equal_those_of_dasks_task_stream(
