@@ -157,19 +157,24 @@ static void task_enter(TaskPhases *task, int phase, bool opaque, bool may_wait)
         task->errors++;
 }
 
+/* The clocks to leave the top phase at: none when the leave does not switch,
+ * the CPU clock only when the clock wants it. */
+static roast_instant leaving_now(const roast_phase_clock *clock)
+{
+    if (!roast_phase_leave_switches(clock))
+        return no_instant;
+    roast_instant now = {wall_now(), ROAST_CPU_UNREAD};
+    if (roast_phase_wants_cpu_leaving(clock, now.wall))
+        now.cpu = cpu_now();
+    return now;
+}
+
 /* Leaves the top phase, its stretch also charged to codec unless -1; returns
  * the stretch's wall seconds. */
 static double task_leave(TaskPhases *task, int codec)
 {
-    roast_phase_clock *clock = &task->clock;
-    roast_instant now = no_instant;
-    if (roast_phase_leave_switches(clock)) {
-        now = (roast_instant){wall_now(), ROAST_CPU_UNREAD};
-        if (roast_phase_wants_cpu_leaving(clock, now.wall))
-            now.cpu = cpu_now();
-    }
     double stretch;
-    if (roast_phase_leave(clock, now, codec, &stretch) != ROAST_OK)
+    if (roast_phase_leave(&task->clock, leaving_now(&task->clock), codec, &stretch) != ROAST_OK)
         task->errors++;
     return stretch;
 }
@@ -177,15 +182,8 @@ static double task_leave(TaskPhases *task, int codec)
 /* Leaves the top phase, its stretch charged to phase: what the call turned out to be. */
 static void task_leave_as(TaskPhases *task, int phase)
 {
-    roast_phase_clock *clock = &task->clock;
-    roast_instant now = no_instant;
-    if (roast_phase_leave_switches(clock)) {
-        now = (roast_instant){wall_now(), ROAST_CPU_UNREAD};
-        if (roast_phase_wants_cpu_leaving(clock, now.wall))
-            now.cpu = cpu_now();
-    }
     double stretch;
-    if (roast_phase_leave_as(clock, now, phase, &stretch) != ROAST_OK)
+    if (roast_phase_leave_as(&task->clock, leaving_now(&task->clock), phase, &stretch) != ROAST_OK)
         task->errors++;
 }
 

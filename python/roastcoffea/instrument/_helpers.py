@@ -111,11 +111,15 @@ def reader(func: Callable[..., Any]) -> Callable[..., Any]:
         interpretation_executor: Any,
         *rest: Any,
     ) -> Any:
-        task = _current()
-        if task is None or (
+        task, runs = _current(), None
+        if task is not None and not (
             isinstance(decompression_executor, TrivialExecutor)
             and isinstance(interpretation_executor, TrivialExecutor)
         ):
+            runs = HelperRuns(task)
+            decompression_executor = runs.executor(decompression_executor)
+            interpretation_executor = runs.executor(interpretation_executor)
+        try:
             return func(
                 hasbranches,
                 ranges_or_baskets,
@@ -126,19 +130,8 @@ def reader(func: Callable[..., Any]) -> Callable[..., Any]:
                 interpretation_executor,
                 *rest,
             )
-        runs = HelperRuns(task)
-        try:
-            return func(
-                hasbranches,
-                ranges_or_baskets,
-                branchid_interpretation,
-                entry_start,
-                entry_stop,
-                runs.executor(decompression_executor),
-                runs.executor(interpretation_executor),
-                *rest,
-            )
         finally:
-            runs.wait()
+            if runs is not None:
+                runs.wait()
 
     return ranges_or_baskets_to_arrays
