@@ -29,7 +29,8 @@ from roastcoffea.plots import catalog
 from roastcoffea.plots.catalog import applicable_plots
 from roastcoffea.report import tables
 from roastcoffea.report.html import SECTIONS, render_report, write_report
-from roastcoffea.report.tables import Cell, TableData
+from roastcoffea.report.tables.cells import Cell, TableData, count
+from roastcoffea.units import format_time
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -165,9 +166,9 @@ def test_report_structure(report: Report) -> None:
     start = metadata["start_utc"][:19].replace("T", " ")
     end = metadata["end_utc"][:19].replace("T", " ")
     assert f"Start {start} UTC" in page.text and f"End {end} UTC" in page.text
-    duration = tables.format_time(metadata["t1"] - metadata["t0"])
+    duration = format_time(metadata["t1"] - metadata["t0"])
     assert f"Duration {duration}" in page.text
-    events = tables.count(metrics["total_events"])
+    events = count(metrics["total_events"])
     assert f"Events {events}" in page.text
     assert "Attention" not in page.text  # nothing failed or got lost in this run
 

@@ -9,6 +9,7 @@ renamed without its documentation, fails here.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from roastcoffea.plots.catalog import _CATALOG
 from roastcoffea.plots.compare import plot_measurement_comparison
 from roastcoffea.report import tables
 from roastcoffea.report.compare import KEY_METRICS
+from roastcoffea.report.tables import cells
 
 METRICS_DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 
@@ -54,14 +56,17 @@ def _documented_rows() -> dict[str, str]:
 def _table_labels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(label, key) of every metric row the summary tables write."""
     seen: list[tuple[str, str]] = []
-    build_rows = tables._kv_rows
+    build_rows = cells.kv_rows
 
-    def recording(metrics: Any, specs: Iterable[tables.Spec]) -> Any:
+    def recording(metrics: Any, specs: Iterable[cells.Spec]) -> Any:
         specs = list(specs)
         seen.extend((label.strip(), key) for label, key, _ in specs)
         return build_rows(metrics, specs)
 
-    monkeypatch.setattr(tables, "_kv_rows", recording)
+    # Every builder module takes kv_rows from cells by name.
+    for module in sys.modules.values():
+        if module.__name__.startswith(tables.__name__ + ".") and hasattr(module, "kv_rows"):
+            monkeypatch.setattr(module, "kv_rows", recording)
     for build in BUILDERS:
         build(PHASES)
     return seen

@@ -14,8 +14,9 @@ from roastcoffea import load_measurement
 from roastcoffea.measurement import load_metadata
 from roastcoffea.report import tables
 from roastcoffea.report.summary import MAX_ROWS, print_summary, summary_tables
-from roastcoffea.report.tables import Cell, Column, TableData
-from roastcoffea.units import byte_unit
+from roastcoffea.report.tables import cells
+from roastcoffea.report.tables.cells import Cell, Column, TableData
+from roastcoffea.units import byte_unit, format_bytes, format_time
 
 
 def printed(metrics: dict[str, Any]) -> str:
@@ -29,23 +30,23 @@ def rows_of(table: TableData) -> dict[str, Cell]:
 
 
 def test_formatting() -> None:
-    assert tables.format_bytes(512) == "512 B"
-    assert tables.format_bytes(3 * 1024**3) == "3.00 GiB"
-    assert tables.format_bytes(2 * 1024**5) == "2.00 PiB"
-    assert tables.format_bytes(1536) == "1.50 kiB" and tables.format_bytes(-2048) == "-2.00 kiB"
-    assert tables.format_time(0.01234) == "12.34 ms"
-    assert tables.format_time(12.345) == "12.35 s"
-    assert tables.format_time(725) == "12m 5s"
-    assert tables.format_time(3 * 3600 + 61) == "3hr 1m"
-    assert tables.format_time(-2.5) == "-2.50 s"
-    assert tables.format_time(0) == "0 s"
+    assert format_bytes(512) == "512 B"
+    assert format_bytes(3 * 1024**3) == "3.00 GiB"
+    assert format_bytes(2 * 1024**5) == "2.00 PiB"
+    assert format_bytes(1536) == "1.50 kiB" and format_bytes(-2048) == "-2.00 kiB"
+    assert format_time(0.01234) == "12.34 ms"
+    assert format_time(12.345) == "12.35 s"
+    assert format_time(725) == "12m 5s"
+    assert format_time(3 * 3600 + 61) == "3hr 1m"
+    assert format_time(-2.5) == "-2.50 s"
+    assert format_time(0) == "0 s"
     # A byte axis is labelled in the unit format_bytes writes its largest value in.
     for peak in (100, 1000, 5 * 2**20, 3 * 2**40):
         factor, unit = byte_unit(peak)
-        assert tables.format_bytes(peak).endswith(unit)
+        assert format_bytes(peak).endswith(unit)
         assert 0.9 <= peak / factor < 1024 * 0.9 or unit == "B"
-    assert tables.number(1, " kHz")(1234.56) == "1,234.6 kHz"
-    assert tables.fraction(0.1234) == "12.3%" and tables.percent(12.34) == "12.3%"
+    assert cells.number(1, " kHz")(1234.56) == "1,234.6 kHz"
+    assert cells.fraction(0.1234) == "12.3%" and cells.percent(12.34) == "12.3%"
 
 
 def test_one_rule_for_units_and_precision() -> None:
@@ -58,7 +59,7 @@ def test_one_rule_for_units_and_precision() -> None:
     assert [c.text for c in rows["z_candidates"][3:5]] == ["233,662", "14,604"]
     assert rows["muons"][3].text == "1.00 kiB"  # MiB given, written in the unit it calls for
     # Byte rates in binary units per second, as sizes are.
-    assert tables.mb_per_second(2.0) == "1.91 MiB/s"
+    assert cells.mb_per_second(2.0) == "1.91 MiB/s"
     rate = rows_of(tables.throughput_table({"overall_rate_gbps": 0.1}))["Data Rate"].text
     assert rate == "0.100 Gbps (11.92 MiB/s)"
     # Durations as Dask writes them: no nanoseconds beside microseconds.
@@ -72,15 +73,13 @@ def test_missing_values_carry_their_reason() -> None:
         "total_cpu_time": math.nan,
         "unavailable": {"wall_time": "no clock"},
     }
-    assert tables.value_cell(metrics, "wall_time", tables.format_time) == Cell(
-        "N/A", reason="no clock"
-    )
-    assert tables.value_cell(metrics, "total_cpu_time", tables.format_time).reason == (
+    assert cells.value_cell(metrics, "wall_time", format_time) == Cell("N/A", reason="no clock")
+    assert cells.value_cell(metrics, "total_cpu_time", format_time).reason == (
         "not a finite number"
     )
-    assert tables.value_cell(metrics, "absent", str).reason == "not computed"
-    assert tables.value_cell({"k": None}, "k", str).reason == "not measured"
-    assert tables.value_cell({"k": "text"}, "k", tables.count) == Cell("text")
+    assert cells.value_cell(metrics, "absent", str).reason == "not computed"
+    assert cells.value_cell({"k": None}, "k", str).reason == "not measured"
+    assert cells.value_cell({"k": "text"}, "k", cells.count) == Cell("text")
 
 
 def test_a_row_must_fill_the_columns() -> None:
@@ -92,13 +91,13 @@ def test_tables_of_the_measured_run(measured: Measured) -> None:
     metrics = measured.metrics
     by_title = {t.title: t for t in tables.build_tables(metrics)}
     timing = rows_of(by_title["Timing Breakdown"])
-    assert timing["Wall Time"].text == tables.format_time(metrics["wall_time"])
+    assert timing["Wall Time"].text == format_time(metrics["wall_time"])
     assert timing["Number of Chunks"].text == "28"
     fine = rows_of(by_title["Fine Metrics (from Dask Spans)"])
     assert fine["Processor Task Prefixes"].text == "MeasuredProcessor (workers)"
     labels = {row[0].text: row[0] for row in by_title["Fine Metrics (from Dask Spans)"].rows}
     assert labels["CPU %"].indent == 1 and labels["Processor CPU Time"].indent == 0
-    assert fine["CPU %"].text == tables.percent(metrics["processor_cpu_percentage"])
+    assert fine["CPU %"].text == cells.percent(metrics["processor_cpu_percentage"])
     datasets = by_title["Chunks per Dataset"]
     assert sum(int(row[3].text) for row in datasets.rows) == metrics["total_events"]
     assert [row[0].text for row in by_title["Fine Metrics per Worker"].rows] == list(
@@ -122,11 +121,11 @@ def test_metadata_tables(measured: Measured) -> None:
     cluster = rows_of(by_title["Cluster Shape"])
     limit = metadata["cluster"]["memory_limit_bytes"]
     # keys read as words, the unit left to the value
-    assert cluster["Memory limit"].text == tables.format_bytes(limit)
+    assert cluster["Memory limit"].text == format_bytes(limit)
     assert rows_of(by_title["Collector Settings"])["Processor prefixes"].text == "none"
     versions = rows_of(by_title["Software Versions"])
     assert "roastcoffea" in versions  # package names stay as written
-    assert rows_of(by_title["Measurement"])["Elapsed"].text == tables.format_time(
+    assert rows_of(by_title["Measurement"])["Elapsed"].text == format_time(
         metadata["t1"] - metadata["t0"]
     )
 

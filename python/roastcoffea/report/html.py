@@ -36,7 +36,9 @@ import jinja2
 
 from roastcoffea.compat_0_1_2.names import LEGACY_FORMAT
 from roastcoffea.report import tables
-from roastcoffea.report.tables import Cell, TableData
+from roastcoffea.report.tables import cells
+from roastcoffea.report.tables.cells import Cell, TableData
+from roastcoffea.units import format_bytes, format_time
 
 logger = logging.getLogger(__name__)
 
@@ -133,14 +135,14 @@ def _fill_rows(cards: list[dict[str, Any]]) -> None:
 
 #: Key figures of the header: (label, metrics key, formatter).
 _KEY_FIGURES = (
-    ("Events", "total_events", tables.count),
-    ("Event rate", "event_rate_wall_khz", tables.khz),
-    ("Data rate", "overall_rate_gbps", tables.number(3, " Gbps")),
-    ("Wall time", "wall_time", tables.format_time),
-    ("Core efficiency", "core_efficiency", tables.fraction),
-    ("Speedup", "speedup_factor", tables.number(2, "x")),
-    ("Avg workers", "avg_workers", tables.number(2)),
-    ("Peak memory", "peak_memory_bytes", tables.format_bytes),
+    ("Events", "total_events", cells.count),
+    ("Event rate", "event_rate_wall_khz", cells.khz),
+    ("Data rate", "overall_rate_gbps", cells.number(3, " Gbps")),
+    ("Wall time", "wall_time", format_time),
+    ("Core efficiency", "core_efficiency", cells.fraction),
+    ("Speedup", "speedup_factor", cells.number(2, "x")),
+    ("Avg workers", "avg_workers", cells.number(2)),
+    ("Peak memory", "peak_memory_bytes", format_bytes),
 )
 
 
@@ -151,7 +153,7 @@ _WITH_UNIT = re.compile(r"^([-+0-9.,]+) (\S+)$")
 def _kpis(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for label, key, fmt in _KEY_FIGURES:
-        cell = tables.value_cell(metrics, key, fmt)
+        cell = cells.value_cell(metrics, key, fmt)
         kpi = {"label": label, "missing": cell.missing, "text": cell.text, "reason": cell.reason}
         match = _WITH_UNIT.match(cell.text)
         kpi["number"], kpi["unit"] = match.groups() if match else (cell.text, "")
@@ -163,7 +165,7 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
     """Bad news worth a banner: failures, losses, dropped monitoring data."""
     found = []
     failed = metrics.get("num_failed_chunks")
-    if tables.is_number(failed) and failed > 0:
+    if cells.is_number(failed) and failed > 0:
         found.append(f"{int(failed):,} chunk(s) failed (see Failed Chunks)")
     for key, what in (
         ("lost_workers", "worker(s) died during the run"),
@@ -183,14 +185,14 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
             ("prefixes_folded", "task prefixes folded into '(other prefixes)' (string table full)"),
         ):
             value = monitoring.get(key)
-            if tables.is_number(value) and value > 0:
+            if cells.is_number(value) and value > 0:
                 found.append(f"{int(value):,} {what}")
         found += [f"collector: {m}" for m in monitoring.get("collector_errors") or ()]
     return found
 
 
 def _utc(t: Any) -> str | None:
-    if not tables.is_number(t):
+    if not cells.is_number(t):
         return None
     return datetime.fromtimestamp(float(t), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -205,18 +207,18 @@ def _when(metadata: Mapping[str, Any], t0: float | None, t1: float | None) -> di
     end = _utc(t1) if wall_clock else None
     reason = "not a wall-clock time (roastcoffea 0.1.2)" if not wall_clock else "not given"
     duration = None
-    if tables.is_number(t0) and tables.is_number(t1):
+    if cells.is_number(t0) and cells.is_number(t1):
         duration = float(t1) - float(t0)
     return {
-        "Start": Cell(start) if start else tables.missing(reason),
-        "End": Cell(end) if end else tables.missing(reason),
-        "Duration": tables.show(duration, tables.format_time, "start or end not given"),
+        "Start": Cell(start) if start else cells.missing(reason),
+        "End": Cell(end) if end else cells.missing(reason),
+        "Duration": cells.show(duration, format_time, "start or end not given"),
     }
 
 
 def _facts(metadata: Mapping[str, Any], when: dict[str, Cell]) -> list[tuple[str, str]]:
     name = metadata.get("name")
-    facts = {"Measurement": Cell(str(name)) if name else tables.missing("not saved"), **when}
+    facts = {"Measurement": Cell(str(name)) if name else cells.missing("not saved"), **when}
     return [
         (label, f"{cell.text} ({cell.reason})" if cell.missing else cell.text)
         for label, cell in facts.items()

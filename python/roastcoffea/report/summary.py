@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from roastcoffea.report import tables
-from roastcoffea.report.tables import Cell, TableData
+from roastcoffea.report.tables.cells import KV_COLUMNS, Cell, TableData
 
 #: Console width when printing to a pipe or file, so no column is cut.
 WIDE = 120
@@ -63,7 +63,7 @@ def to_rich(table: TableData, max_rows: int | None = None) -> Table:
     -------
     rich.table.Table
     """
-    key_value = table.columns == tables.KV_COLUMNS
+    key_value = table.columns == KV_COLUMNS
     style = "bold red" if table.title == tables.FAILED_CHUNKS_TITLE else "bold cyan"
     caption = None if table.note is None else safe_text(table.note)
     out = Table(title=table.title, header_style=style, caption=caption)
