@@ -37,8 +37,8 @@ from roastcoffea.plugin.dask_versions import topic_subscribers
 from roastcoffea.plugin.protocol import LIVE_TOPIC as TOPIC
 from roastcoffea.records import encode_record
 from roastcoffea.report.live import LiveView
+from roastcoffea.report.notebook import MetricsDict
 from roastcoffea.report.summary import print_summary
-from roastcoffea.results import MetricsDict
 
 # Workers do not import this test module: ship its task functions by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

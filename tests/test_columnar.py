@@ -14,7 +14,12 @@ import pytest
 from measured_run import Measured
 
 from roastcoffea import DecodeError, load_measurement, save_measurement, to_arrow, to_pandas
-from roastcoffea.columnar import read_parquet, records_from_arrow, records_to_arrow, write_parquet
+from roastcoffea.formats.parquet import (
+    read_parquet,
+    records_from_arrow,
+    records_to_arrow,
+    write_parquet,
+)
 from roastcoffea.measurement import load_metadata
 
 #: Records of every shape a field may take: mixed types, nesting, absence, None, NaN.

@@ -12,7 +12,12 @@ Read from the source, so a new file is checked the day it is added:
   the scheduler's or the client's (a worker loads its own room only), the scheduler's
   nothing of the client's and of the worker's only the loader it sends, the client's of
   the scheduler's only :class:`RoastPlugin`, which it registers; the shared leaves
-  (``protocol``, ``dask_versions``, ``task``) import no room.
+  (``protocol``, ``dask_versions``, ``task``) import no room;
+- imports point one way: no module imports one that imports it back, ``formats/`` and
+  ``metrics/`` import nothing of the rooms above them (the reports, the figures, the
+  measurement directory, the collector), the reports and figures nothing of the
+  collector; and a module imports a name from the module that defines it, not through
+  the package root.
 """
 
 from __future__ import annotations
@@ -179,3 +184,151 @@ def test_the_rooms_are_where_a_newcomer_looks() -> None:
     for room in ROOMS:
         assert f"plugin/{room}/__init__.py" in files
     assert "plugin/scheduler/plugin.py" in files and "plugin/worker/plugin.py" in files
+
+
+# ---- imports point one way -------------------------------------------------------------
+
+#: Packages whose ``__init__`` resolves names on first use: code inside roastcoffea
+#: imports from the module that defines a name, never through these.
+FACADES = {"roastcoffea": "__init__.py", "roastcoffea.plugin": "plugin/__init__.py"}
+
+
+def module_name(name: str) -> str:
+    return ("roastcoffea/" + name).removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def type_checking_imports(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside.update(id(child) for child in ast.walk(node))
+    return inside
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports at run time (inside functions too)."""
+    trees = {module_name(name): tree for name, tree in modules()}
+
+    def known(name: str) -> str | None:
+        while name and name not in trees:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        skip = type_checking_imports(tree)
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    targets.add(full if full in trees else known(node.module) or "")
+            elif isinstance(node, ast.Import):
+                targets.update(known(alias.name) or "" for alias in node.names)
+        graph[module] = {t for t in targets if t.startswith("roastcoffea") and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), facades aside."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v] - set(FACADES):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(set(graph) - set(FACADES)):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_circle() -> None:
+    graph = {"roastcoffea.a": {"roastcoffea.b"}, "roastcoffea.b": {"roastcoffea.a"}}
+    assert cycles(graph) == [["roastcoffea.a", "roastcoffea.b"]]
+
+
+#: Rooms and the rooms above them that they never import (the arrows point down).
+BELOW = {
+    "roastcoffea.formats": (
+        "roastcoffea.metrics",
+        "roastcoffea.report",
+        "roastcoffea.plots",
+        "roastcoffea.measurement",
+        "roastcoffea.collector",
+        "roastcoffea.plugin",
+        "roastcoffea.records",
+    ),
+    "roastcoffea.metrics": (
+        "roastcoffea.report",
+        "roastcoffea.plots",
+        "roastcoffea.measurement",
+        "roastcoffea.collector",
+        "roastcoffea.cli",
+        "roastcoffea.plugin",
+        "roastcoffea.formats",
+        "roastcoffea.columnar",
+    ),
+    "roastcoffea.report": ("roastcoffea.measurement", "roastcoffea.collector", "roastcoffea.cli"),
+    "roastcoffea.plots": ("roastcoffea.report", "roastcoffea.collector", "roastcoffea.cli"),
+}
+
+
+@pytest.mark.parametrize("room", sorted(BELOW))
+def test_a_room_imports_nothing_above_it(room: str) -> None:
+    for module, targets in import_graph().items():
+        if module == room or module.startswith(room + "."):
+            above = [t for t in targets if t.startswith(BELOW[room])]
+            assert not above, f"{module} imports {above}"
+
+
+def facade_imports(tree: ast.Module) -> list[str]:
+    """What a module imports through the root or ``roastcoffea.plugin``: their names
+    resolve on first use and would hide which module a name comes from
+    (``__version__`` is the root's own)."""
+    return [
+        f"{alias.name} from {node.module}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module in FACADES
+        for alias in node.names
+        if alias.name != "__version__"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t in modules() if n not in FACADES.values()],
+    ids=lambda v: str(v)[:40],
+)
+def test_modules_import_what_they_use_from_where_it_is_defined(name: str, tree: ast.Module) -> None:
+    assert facade_imports(tree) == [], name
+
+
+def test_the_facade_check_catches_an_import_through_the_root() -> None:
+    tree = ast.parse("from roastcoffea import _native\nfrom roastcoffea.plugin import LiveFeed\n")
+    assert facade_imports(tree) == ["_native from roastcoffea", "LiveFeed from roastcoffea.plugin"]

@@ -9,7 +9,7 @@ from test_metrics_docs import documented_keys
 from test_metrics_support import chunk, metrics_of
 
 from roastcoffea import DecodeError
-from roastcoffea.schema import METRICS, check_metrics
+from roastcoffea.formats.schema import METRICS, check_metrics
 
 
 def test_every_documented_metric_has_a_shape() -> None:

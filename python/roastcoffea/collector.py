@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import distributed
 
-from roastcoffea import _native, config
+import roastcoffea.config as config
 from roastcoffea._gc import paused as paused_gc
+from roastcoffea._native import decode_exit_snapshot
 from roastcoffea.columnar import Table
 from roastcoffea.compat_0_1_2.collector import CollectorApi012
 from roastcoffea.measurement import CHUNKS_FILE, NATIVE_STATE_FILE, measurement_metadata
@@ -52,8 +53,9 @@ from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.metrics.departures import cluster_shape, sort_departures
 from roastcoffea.metrics.fine import span_metrics
-from roastcoffea.plugin import LiveFeed, run_span
+from roastcoffea.plugin.client.calls import LiveFeed
 from roastcoffea.plugin.client.profiles import ProfileRequest
+from roastcoffea.plugin.client.run import run_span
 from roastcoffea.plugin.client.session import (
     WINDOW_PAD,
     ExitDeadline,
@@ -64,6 +66,7 @@ from roastcoffea.plugin.client.session import (
 from roastcoffea.records import decode_records, drain_local_records, records_by_kind
 from roastcoffea.report.live import LiveView, is_terminal, largest_share
 from roastcoffea.report.live_notebook import NotebookLiveView, in_notebook
+from roastcoffea.report.notebook import MetricsDict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -378,7 +381,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             raise RuntimeError(f"the scheduler answered {type(data).__name__} to a snapshot")
         self.snapshot_size = len(data)
         with paused_gc():  # decoded once: the data, and the state a measurement keeps
-            self.snapshot, self.native_state = _native.decode_exit_snapshot(data)
+            self.snapshot, self.native_state = decode_exit_snapshot(data)
         self.span_ids = {self.span_id, *self.snapshot["spans"]}
 
     def _select_records(self) -> None:
@@ -549,7 +552,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self._metrics = None
         try:
             with paused_gc():  # every metric at once: no garbage for the collector
-                metrics = compute_metrics(self._inputs(self.coffea_report))
+                metrics = MetricsDict(compute_metrics(self._inputs(self.coffea_report)))
         except Exception as exc:
             self._metrics_error = f"{type(exc).__name__}: {exc}"
             raise

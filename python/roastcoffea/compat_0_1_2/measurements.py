@@ -9,7 +9,7 @@ from typing import Any
 
 from roastcoffea.compat_0_1_2.names import DIFFERENT_IN_0_1_2, METRIC_ALIASES
 from roastcoffea.errors import DecodeError
-from roastcoffea.schema import check_depth, describe, location
+from roastcoffea.formats.schema import check_depth, describe, location
 
 #: Longest key of a roastcoffea 0.1.2 file read back as a tuple (its keys are short).
 MAX_LEGACY_KEY = 1000

@@ -28,13 +28,6 @@ from coffea import processor
 from coffea.nanoevents import NanoAODSchema
 from distributed import Client, LocalCluster
 
-from roastcoffea import (
-    BaseInstrumentationContext,
-    track_bytes,
-    track_memory,
-    track_metrics,
-    track_time,
-)
 from roastcoffea.demo.nanoaod import (
     DEFAULT_COMPRESSION,
     DEFAULT_EVENTS,
@@ -43,6 +36,13 @@ from roastcoffea.demo.nanoaod import (
     DEFAULT_SEED,
     TREE,
     ensure_files,
+)
+from roastcoffea.instrument import (
+    BaseInstrumentationContext,
+    track_bytes,
+    track_memory,
+    track_metrics,
+    track_time,
 )
 from roastcoffea.units import format_bytes, format_time
 
@@ -308,7 +308,7 @@ def _measured(
         return DemoResult(files, output, coffea_report, wall)
     # Imported here: workers unpickle DemoProcessor from this module and need
     # nothing of the collector side.
-    from roastcoffea import MetricsCollector
+    from roastcoffea.collector import MetricsCollector
 
     with MetricsCollector(client) as collector:
         output, coffea_report, wall = _run(client, fileset, chunksize)

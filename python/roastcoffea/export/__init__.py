@@ -6,7 +6,7 @@ Part of the 0.1.2 compatibility layer; ``roastcoffea.export.measurements`` is
 
 import sys
 
-from roastcoffea import measurement
+import roastcoffea.measurement as measurement
 from roastcoffea.measurement import load_measurement, save_measurement
 
 sys.modules[f"{__name__}.measurements"] = measurement

@@ -25,16 +25,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from roastcoffea import _native
+from roastcoffea._native import TaskPhases, current_task, set_current_task
 from roastcoffea.instrument._counters import COUNTERS
 
-_current = _native.current_task
+_current = current_task
 
 
 class HelperRuns:
     """The calls one reader of a measured task submitted to executors, until all are added."""
 
-    def __init__(self, task: _native.TaskPhases) -> None:
+    def __init__(self, task: TaskPhases) -> None:
         self._task = task
         self._pending = 0
         self._changed = threading.Condition(threading.Lock())
@@ -59,12 +59,12 @@ class HelperRuns:
                 return fn(*args, **kwargs)
             finally:
                 self._finished()
-        helper = _native.TaskPhases(cpu_interval=0.0, base="interpret")
-        _native.set_current_task(helper)
+        helper = TaskPhases(cpu_interval=0.0, base="interpret")
+        set_current_task(helper)
         try:
             return fn(*args, **kwargs)
         finally:
-            _native.set_current_task(None)
+            set_current_task(None)
             try:
                 helper.close()
                 self._task.add_helper(helper)

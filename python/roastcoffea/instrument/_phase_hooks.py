@@ -59,8 +59,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from roastcoffea import _native
-from roastcoffea._native import Around, PhaseHook
+from roastcoffea._native import CODECS, Around, PhaseHook, set_current_task
 from roastcoffea.instrument import phases
 from roastcoffea.instrument._chunk import ACTIVE, Chunk
 from roastcoffea.instrument._counters import COUNTERS
@@ -348,7 +347,7 @@ def _virtual_array() -> type:
 
 
 #: The codecs of ROOT files uproot decompresses, by their name in uproot.compression.
-PHASE_CODECS = _native.CODECS
+PHASE_CODECS = CODECS
 
 _lock = threading.Lock()
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original descriptor)
@@ -388,14 +387,14 @@ def calibrate(calls: int = 200, repeats: int = 25) -> tuple[float, float, float,
     def per_call(func: Callable[[], None], task: phases.TaskPhases | None, phase: tuple) -> float:
         if task is not None and phase:
             task.enter(*phase)
-        _native.set_current_task(task)
+        set_current_task(task)
         try:
             t0 = time.perf_counter()
             for _ in range(calls):
                 func()
             return (time.perf_counter() - t0) / calls
         finally:
-            _native.set_current_task(saved)
+            set_current_task(saved)
             if task is not None and phase:
                 task.leave()
 

@@ -24,7 +24,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from roastcoffea import _native
+from roastcoffea._native import Around, TaskPhases, current_task, set_current_task
 from roastcoffea.instrument._counters import COUNTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,7 +39,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: attributes the hooks could not read). ``baskets`` lists the uproot
 #: baskets the task parsed, with the sizes of their TKeys (the chunk's byte accounting
 #: takes them from there instead of reading the headers again).
-TaskPhases = _native.TaskPhases
+TaskPhases = TaskPhases
 
 #: Seconds a hooked call adds when it switches phase (the CPU clock left unread), when
 #: it is nested in its own phase and when it passes inside an opaque phase, and one read
@@ -81,7 +81,7 @@ def set_sink(
 
 
 #: The clock of the task this thread runs, or None.
-current: Callable[[], TaskPhases | None] = _native.current_task
+current: Callable[[], TaskPhases | None] = current_task
 
 
 def clock_seconds(task: TaskPhases) -> float:
@@ -106,7 +106,7 @@ def run_task(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     caller. The hooks wrap the task the same way, with :func:`enter_task` and
     :func:`leave_task` in an ``Around``: no frame of theirs on the task's stack.
     """
-    return _native.Around(func, enter_task, leave_task)(*args, **kwargs)
+    return Around(func, enter_task, leave_task)(*args, **kwargs)
 
 
 def track_phases(func: F) -> F:
@@ -134,7 +134,7 @@ def track_phases(func: F) -> F:
     and entry range are those of the events' metadata. A call inside a measured
     task, or with nobody listening (no plugin), is only passed on.
     """
-    tracked = _native.Around(func, _enter_work_task, leave_task)
+    tracked = Around(func, _enter_work_task, leave_task)
     functools.update_wrapper(tracked, func)
     return tracked  # type: ignore[return-value]
 
@@ -155,7 +155,7 @@ def enter_task(*args: Any, **kwargs: Any) -> TaskPhases | None:
     if _sink is None or current() is not None:
         return None
     task = TaskPhases(cpu_interval=_cpu_interval)
-    _native.set_current_task(task)
+    set_current_task(task)
     return task
 
 
@@ -164,7 +164,7 @@ def leave_task(task: TaskPhases, error: BaseException | None) -> None:
 
     ``error``, what the task raised, changes nothing: its clock is handed on either way.
     """
-    _native.set_current_task(None)
+    set_current_task(None)
     try:
         task.close()
         if task.errors:

@@ -9,7 +9,7 @@ in docs/metrics.md. A value that cannot be measured is None and
 Examples
 --------
 >>> from roastcoffea.metrics import MetricsInputs, compute_metrics
->>> metrics = compute_metrics(MetricsInputs(snapshot, {span}, t0, t1, wall))  # doctest: +SKIP
+>>> metrics = compute_metrics(MetricsInputs(snapshot, t0, t1, wall))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -33,11 +33,8 @@ from roastcoffea.metrics import (
     workflow,
 )
 from roastcoffea.metrics._util import Metrics
-from roastcoffea.results import MetricsDict
 
 __all__ = ["MetricsInputs", "compute_metrics"]
-
-#: roastcoffea 0.1.2's names of our metrics: its name -> ours (each metric group's aliases).
 
 
 @dataclass(frozen=True)
@@ -140,4 +137,4 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
     io.compute(inputs, out)
-    return MetricsDict(out.result())
+    return out.result()

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.metrics._util import Metrics, divide, is_number
 
 if TYPE_CHECKING:

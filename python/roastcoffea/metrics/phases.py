@@ -18,7 +18,7 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.metrics._util import Metrics, is_number
 from roastcoffea.metrics.fine import span_rows
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.metrics.cost import ALL, ChunkCosts, chunk_costs, per_event_us
 
 RESAMPLES = 2000

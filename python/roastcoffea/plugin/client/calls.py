@@ -13,7 +13,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from roastcoffea import _native, config
+import roastcoffea.config as config
+from roastcoffea._native import decode_snapshot
 from roastcoffea.plugin.protocol import FLUSH_HANDLER, LIVE_TOPIC, SNAPSHOT_HANDLER, STOP_HANDLER
 
 _NOT_REGISTERED = (
@@ -117,7 +118,7 @@ def snapshot(
                 stacklevel=2,
             )
     data = _call(client, SNAPSHOT_HANDLER, span_id=span_id, t_from=float(t_from), t_to=float(t_to))
-    return _native.decode_snapshot(data)
+    return decode_snapshot(data)
 
 
 def stop(client: Any) -> dict[str, Any]:

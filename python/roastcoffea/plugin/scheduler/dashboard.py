@@ -33,7 +33,7 @@ from typing import Any
 
 from tornado import web
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import spans_extension
 from roastcoffea.plugin.scheduler.prometheus import ChunkTotals
 from roastcoffea.plugin.scheduler.workers import worker_values

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import topic_subscribers
 from roastcoffea.plugin.protocol import LIVE_TOPIC
 from roastcoffea.plugin.scheduler.workers import worker_values

@@ -27,7 +27,8 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.metrics import time
 
-from roastcoffea import _native, config
+import roastcoffea.config as config
+from roastcoffea._native import Aggregator
 from roastcoffea.phase_vocabulary import digest_labels
 from roastcoffea.plugin.dask_versions import register_worker_plugin
 from roastcoffea.plugin.protocol import (
@@ -214,7 +215,7 @@ class RoastPlugin(SchedulerPlugin):
 
     def _attach(self, scheduler: Any) -> None:
         """Aggregator, span lookup, known workers, transition hook, handlers, sampler."""
-        self.aggregator = _native.Aggregator(
+        self.aggregator = Aggregator(
             ring_capacity=self.ring_capacity,
             series_cap_bytes=self.series_cap_bytes,
             started=time(),

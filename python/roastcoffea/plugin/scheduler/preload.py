@@ -30,7 +30,7 @@ async def dask_setup(server: Any) -> None:
     """Register the plugin pair on a starting scheduler (Dask calls this)."""
     from distributed import Scheduler
 
-    from roastcoffea.plugin import RoastPlugin
+    from roastcoffea.plugin.scheduler.plugin import RoastPlugin
 
     if not isinstance(server, Scheduler):
         logger.info("roastcoffea: preloaded on a %s: nothing to do", type(server).__name__)

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from roastcoffea import phase_vocabulary as vocab
+import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 logger = logging.getLogger(__name__)

@@ -6,11 +6,11 @@ import asyncio
 import math
 from typing import Any
 
-from roastcoffea import _native
+from roastcoffea._native import SERIES_COLUMNS
 from roastcoffea.plugin.protocol import PLUGIN_NAME, UNMONITORED, WORKER_STATE_HANDLER
 
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
-COLUMNS: tuple[str, ...] = _native.SERIES_COLUMNS
+COLUMNS: tuple[str, ...] = SERIES_COLUMNS
 
 
 def _number(value: Any) -> float | None:

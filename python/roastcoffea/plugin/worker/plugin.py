@@ -27,7 +27,7 @@ from dask.utils import key_split
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.spans import CONTEXTS_WITH_SPAN_ID
 
-from roastcoffea import _native
+from roastcoffea._native import DigestTracker
 from roastcoffea.instrument import _phase_hooks
 from roastcoffea.instrument import phases as phase_clock
 from roastcoffea.instrument.running import set_lookup
@@ -140,7 +140,7 @@ class RoastWorkerPlugin(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         """Install the heartbeat metric and the state handler on ``worker``."""
         self._worker = self._outbox.worker = worker
-        self._tracker = _native.DigestTracker(
+        self._tracker = DigestTracker(
             worker.id,
             self.window or 4,
             followed=CONTEXTS_WITH_SPAN_ID,

@@ -1,4 +1,4 @@
-"""What a measurement hands back: plain data that a notebook also shows well."""
+"""What a notebook shows of a metrics dictionary: the compact HTML summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 class MetricsDict(dict[str, Any]):
     """A metrics dictionary: a plain ``dict`` that Jupyter shows as a compact HTML summary.
 
-    :func:`~roastcoffea.metrics.compute_metrics` and
+    :meth:`~roastcoffea.MetricsCollector.get_metrics` and
     :func:`~roastcoffea.load_measurement` return one; everything that takes a
     dict takes it.
     """
