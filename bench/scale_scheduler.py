@@ -56,6 +56,7 @@ from scheduler_hook import WORKERS, make_round
 from roastcoffea import _native
 from roastcoffea.metrics import MetricsInputs, compute_metrics
 from roastcoffea.plugin import RoastPlugin
+from roastcoffea.plugin.protocol import SNAPSHOT_HANDLER
 from roastcoffea.plugin.worker.plugin import auto_window
 from roastcoffea.records import decode_records, encode_record
 
@@ -165,7 +166,7 @@ async def worker_scale(n: int, periods: int) -> dict[str, float]:
             lambda: [agg.ingest(ws.address, p, now) for ws, p in zip(states, full, strict=True)]
         )
         start = time.perf_counter()
-        data = plugin._handle_snapshot(span_id=SPAN)
+        data = plugin.handlers[SNAPSHOT_HANDLER](span_id=SPAN)
         snapshot_s = time.perf_counter() - start
         start = time.perf_counter()
         snap = _native.decode_snapshot(data)

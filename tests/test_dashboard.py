@@ -112,25 +112,3 @@ def test_the_page_is_the_schedulers_own(served: Any) -> None:
     status, page = get(base)
     assert status == 200 and "<title>roastcoffea</title>" in page
     assert "http://" not in page.replace("http://www.w3.org", "")  # no network needed
-
-
-def test_the_page_keeps_the_latest_runs_and_each_runs_own_totals() -> None:
-    from roastcoffea.plugin.scheduler.dashboard import MAX_RUNS, DashboardData
-    from roastcoffea.plugin.scheduler.prometheus import FOLDED, ChunkTotals
-
-    data = DashboardData(plugin=None, chunks=ChunkTotals(max_datasets=2))
-    for n in range(MAX_RUNS + 5):
-        data.add_run_chunk(f"run-{n}", events=10 * n, nbytes=n)
-    wall = [("phase:user", "wall-seconds")]
-    data.add_phases("ds", wall, [2.0], span="run-7")  # active again
-    assert len(data.runs) == MAX_RUNS
-    assert list(data.runs)[-1] == "run-7" and "run-0" not in data.runs
-    assert data.runs["run-24"].events == 240 and data.runs["run-7"].phases == {"user": 2.0}
-    # Phases per dataset share the chunk totals' bounded labels.
-    for dataset in ("other-1", "other-2"):
-        data.add_phases(dataset, wall, [1.0])
-    assert {d: dict(p) for d, p in data.dataset_phases.items()} == {
-        "ds": {"user": 2.0},
-        "other-1": {"user": 1.0},
-        FOLDED: {"user": 1.0},
-    }

@@ -100,8 +100,8 @@ def send_records(message: dict[str, Any]) -> None:
 
 
 def chunk_totals_exported(dask_scheduler: Any) -> tuple[dict[str, int], dict[str, int]]:
-    totals = dask_scheduler.plugins["roastcoffea"].export.chunks
-    return dict(totals.chunks), dict(totals.events)
+    datasets = dask_scheduler.plugins["roastcoffea"].totals.datasets
+    return {d: t.chunks for d, t in datasets.items()}, {d: t.events for d, t in datasets.items()}
 
 
 def test_a_malformed_records_message_is_counted_and_the_rest_kept(make_cluster: Any) -> None:

@@ -93,7 +93,9 @@ def test_registering_twice_installs_one_plugin_everywhere(make_cluster: Any) -> 
     assert roast_scheduler_plugins(client) == first
     assert [name for name, _ in first] == ["roastcoffea"]
     assert scheduler_handlers(client) == [
+        "roastcoffea_finish",
         "roastcoffea_flush",
+        "roastcoffea_open",
         "roastcoffea_snapshot",
         "roastcoffea_stop",
     ]

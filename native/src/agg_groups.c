@@ -93,7 +93,7 @@ int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
 /* ---- digests ------------------------------------------------------------- */
 
 typedef struct digest_group_key {
-    roast_id id; /* the worker or the prefix */
+    roast_id id; /* the worker, the prefix or the span */
     roast_id activity;
     roast_id unit;
 } digest_group_key;
@@ -113,13 +113,25 @@ typedef struct digest_grouping {
     bool nomem;
 } digest_grouping;
 
+static roast_id grouped_by(roast_digest_field by, const roast_digest_key *key)
+{
+    switch (by) {
+    case ROAST_DIGESTS_BY_WORKER:
+        return key->worker;
+    case ROAST_DIGESTS_BY_SPAN:
+        return key->span;
+    case ROAST_DIGESTS_BY_PREFIX:
+        break;
+    }
+    return key->prefix;
+}
+
 static int add_digest(void *ctx, const roast_digest_key *key, double value)
 {
     digest_grouping *g = ctx;
     if (key->context != g->context)
         return 0;
-    digest_group_key k = {g->by == ROAST_DIGESTS_BY_WORKER ? key->worker : key->prefix,
-                          key->activity, key->unit};
+    digest_group_key k = {grouped_by(g->by, key), key->activity, key->unit};
     digest_group *e;
     GROUP_GET(g->groups, key, k, e);
     if (!e) {

@@ -335,7 +335,7 @@ static void test_digest_groups(void)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         CHECK(roast_agg_set_digest(agg, &rows[i], inc, values[i]) == ROAST_OK);
     roast_status status;
-    digest_group_list by_prefix = {0}, by_worker = {0}, none = {0};
+    digest_group_list by_prefix = {0}, by_worker = {0}, by_span = {0}, none = {0};
     CHECK(roast_agg_each_digest_group(agg, ex, ROAST_DIGESTS_BY_PREFIX, collect_digest_group,
                                       &by_prefix, &status) == 0 && status == ROAST_OK);
     CHECK_EQ_U(by_prefix.n, 3);
@@ -351,6 +351,15 @@ static void test_digest_groups(void)
     CHECK(by_worker.ids[0] == w1 && by_worker.ids[1] == w2 && by_worker.units[1] == sec);
     CHECK_EQ_D(by_worker.sums[0], 1 + 2);
     CHECK_EQ_D(by_worker.sums[1], 4);
+    CHECK(roast_agg_each_digest_group(agg, ex, ROAST_DIGESTS_BY_SPAN, collect_digest_group,
+                                      &by_span, &status) == 0 && status == ROAST_OK);
+    CHECK_EQ_U(by_span.n, 3);
+    CHECK(by_span.ids[0] == s1 && by_span.activities[0] == cpu && by_span.units[0] == sec);
+    CHECK_EQ_D(by_span.sums[0], 1 + 4);
+    CHECK(by_span.ids[1] == s2);
+    CHECK_EQ_D(by_span.sums[1], 2);
+    CHECK(by_span.ids[2] == s1 && by_span.units[2] == by);
+    CHECK_EQ_D(by_span.sums[2], 8);
     CHECK(roast_agg_each_digest_group(agg, put(agg, "p2p"), ROAST_DIGESTS_BY_PREFIX,
                                       collect_digest_group, &none, &status) == 0 &&
           none.n == 0);

@@ -493,8 +493,11 @@ static PyObject *agg_digest_totals(PyObject *op, PyObject *args, PyObject *kwds)
         field = ROAST_DIGESTS_BY_PREFIX;
     else if (strcmp(by, "worker") == 0)
         field = ROAST_DIGESTS_BY_WORKER;
+    else if (strcmp(by, "span") == 0)
+        field = ROAST_DIGESTS_BY_SPAN;
     else
-        return PyErr_Format(PyExc_ValueError, "by must be 'prefix' or 'worker', not '%s'", by);
+        return PyErr_Format(PyExc_ValueError, "by must be 'prefix', 'worker' or 'span', not '%s'",
+                            by);
     roast_id id;
     if (!roast_intern_find(roast_agg_strings_const(self->agg), context, (size_t)len, &id))
         return PyDict_New(); /* a context no payload named */
@@ -594,59 +597,57 @@ static PyObject *agg_get_counters(PyObject *op, void *closure)
 
 static PyMethodDef agg_methods[] = {
     {"transition", (PyCFunction)(void (*)(void))roastpy_agg_transition, METH_VARARGS | METH_KEYWORDS,
-     "transition(key, start, finish, *args, **kwargs) -> None\n\n"
+     "transition($self, key, start, finish, *args, **kwargs)\n--\n\n"
      "Dask's SchedulerPlugin.transition; records one event. Never raises."},
     {"set_span_lookup", agg_set_span_lookup, METH_VARARGS,
-     "set_span_lookup(tasks: dict | None, task_groups: dict | None = None,\n"
-     "                runs: dict | None = None) -> None\n\n"
+     "set_span_lookup($self, tasks, task_groups=None, runs=None, /)\n--\n\n"
      "The scheduler's tasks and task_groups dicts: a finished task's span is\n"
      "tasks[key].group.span_id, found through task_groups when it is given,\n"
      "unless runs maps the key to a span id; a forgotten task leaves runs."},
-    {"drain", agg_drain_py, METH_NOARGS, "drain() -> int\n\nApplies ring records to the tables."},
+    {"drain", agg_drain_py, METH_NOARGS, "drain($self, /)\n--\n\nApplies the ring's records to the tables; returns how many."},
     {"worker_seen", agg_worker_seen, METH_VARARGS,
-     "worker_seen(address: str, name: str, now: float) -> None"},
+     "worker_seen($self, address, name, now, /)\n--\n\nA worker joined (or is seen again)."},
     {"worker_removed", agg_worker_removed, METH_VARARGS,
-     "worker_removed(address: str, now: float) -> None"},
+     "worker_removed($self, address, now, /)\n--\n\nA worker left."},
     {"sample", agg_sample, METH_VARARGS,
-     "sample(address: str, now: float, values: tuple) -> None\n\n"
+     "sample($self, address, now, values, /)\n--\n\n"
      "14 values in roast_column order; None is not reported (NaN)."},
     {"add_digests", agg_add_digests, METH_VARARGS,
-     "add_digests(address: str, context: str, span: str | None, prefix: str,\n"
-     "            labels: Sequence[tuple[str, str]], values: Sequence[float]) -> None\n\n"
+     "add_digests($self, address, context, span, prefix, labels, values, /)\n--\n\n"
      "Adds a task's values to its digests (activity, unit of each label), once:\n"
      "the phases a worker sends with the task's records. No payload reports them."},
     {"ingest", agg_ingest, METH_VARARGS,
-     "ingest(address: str, payload: bytes, now: float) -> bool\n\n"
+     "ingest($self, address, payload, now, /)\n--\n\n"
      "Applies a worker payload; True when a full flush of the worker is needed.\n"
      "Malformed payloads are counted (payload_errors), never raised."},
     {"release_records", agg_release_records, METH_O,
-     "release_records(spans: list[str]) -> int\n\n"
+     "release_records($self, spans, /)\n--\n\n"
      "Drops the records of these spans (their collector took them); returns how many."},
     {"add_record", agg_add_record, METH_VARARGS,
-     "add_record(address: str, data: bytes, now: float, span: str | None = None) -> bool\n\n"
+     "add_record($self, address, data, now, span=None, /)\n--\n\n"
      "Keeps a record a worker sent once on its event stream; False when refused\n"
      "at the byte cap or the string table (counted)."},
     {"set_span", agg_set_span, METH_VARARGS,
-     "set_span(span_id: str, parent: str | None, name: tuple[str, ...]) -> None"},
+     "set_span($self, span_id, parent, name, /)\n--\n\nA span, its parent and its name's tags."},
     {"count_error", (PyCFunction)(void (*)(void))agg_count_error, METH_VARARGS | METH_KEYWORDS,
-     "count_error(where: str, n: int = 1) -> None"},
+     "count_error($self, where, n=1)\n--\n\nCount n failures in where (the error table)."},
     {"snapshot", (PyCFunction)(void (*)(void))agg_snapshot, METH_VARARGS | METH_KEYWORDS,
-     "snapshot(spans=None, t_from=0.0, t_to=0.0, now=None) -> bytes\n\n"
+     "snapshot($self, spans=None, t_from=0.0, t_to=0.0, now=None)\n--\n\n"
      "Drains the ring and encodes the filtered state."},
     {"to_dict", (PyCFunction)(void (*)(void))agg_to_dict, METH_VARARGS | METH_KEYWORDS,
-     "to_dict(spans=None, t_from=0.0, t_to=0.0) -> dict\n\n"
+     "to_dict($self, spans=None, t_from=0.0, t_to=0.0)\n--\n\n"
      "decode_snapshot(snapshot(spans, t_from, t_to))."},
     {"hook_profile", agg_hook_profile, METH_NOARGS,
-     "hook_profile() -> dict\n\n"
+     "hook_profile($self, /)\n--\n\n"
      "{\"from->to\": {\"calls\", \"timed\", \"ns_per_call\"}}: the hook's own cost per\n"
      "transition kind (one call in 64 timed, drains excluded), and \"drains\": the\n"
      "ring drains the hook made, spread over all calls."},
     {"digest_totals", (PyCFunction)(void (*)(void))agg_digest_totals,
      METH_VARARGS | METH_KEYWORDS,
-     "digest_totals(context, by) -> dict\n\n"
-     "{(worker or prefix, activity, unit): value} of one context's digests, summed\n"
-     "over spans; by is 'prefix' or 'worker'."},
-    {"to_json", agg_to_json, METH_NOARGS, "to_json() -> str\n\nThe native state file text."},
+     "digest_totals($self, context, by)\n--\n\n"
+     "{(id, activity, unit): value} of one context's digests, id the worker, the\n"
+     "prefix or the span as by says ('worker', 'prefix' or 'span'), summed over the rest."},
+    {"to_json", agg_to_json, METH_NOARGS, "to_json($self, /)\n--\n\nThe native state file text."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -668,8 +669,8 @@ PyTypeObject roastpy_AggregatorType = {
     .tp_name = "roastcoffea._native.Aggregator",
     .tp_basicsize = sizeof(Aggregator),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Aggregator(*, ring_capacity=131072, series_cap_bytes=64 << 20,\n"
-              "           record_cap_bytes=64 << 20, started=None, auto_drain=True)\n\n"
+    .tp_doc = "Aggregator(*, ring_capacity=131072, series_cap_bytes=67108864,\n"
+              "           record_cap_bytes=67108864, started=None, auto_drain=True)\n--\n\n"
               "The scheduler side of the engine: transition hook, ring, tables, series.",
     .tp_new = agg_new,
     .tp_dealloc = agg_dealloc,

@@ -136,11 +136,10 @@ own with :func:`drain_local_records`.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 import msgpack
 import numpy
@@ -238,65 +237,6 @@ def decode_record(data: object) -> dict[str, Any]:
     if version != RECORD_VERSION:
         raise ValueError(f"record version {version!r}; this reader knows {RECORD_VERSION}")
     return record
-
-
-def chunk_totals(record: dict[str, Any]) -> list[Any]:
-    """What a chunk record adds to running totals: ``[dataset, events, bytes read, duration]``.
-
-    A worker sends it beside the record's bytes, so that the scheduler's running
-    totals (the live stream, the Prometheus export) need not decode records. The
-    bytes are the whole task's when known. A missing value adds nothing (0 events
-    or bytes, duration None) rather than making a total unknown.
-    """
-    nbytes = record.get("bytes_read_task")
-    if nbytes is None:
-        nbytes = record.get("bytes_read")
-    dataset = record.get("dataset")
-    duration = record.get("duration")
-    return [
-        dataset if isinstance(dataset, str) else None,
-        _count_or_zero(record.get("num_events")),
-        _count_or_zero(nbytes),
-        float(duration) if _is_duration(duration) else None,
-    ]
-
-
-def read_chunk_totals(entry: object) -> tuple[str | None, int, int, float | None]:
-    """Check a :func:`chunk_totals` entry that came from a worker.
-
-    Raises
-    ------
-    ValueError
-        If ``entry`` is not ``[str | None, int >= 0, int >= 0, float >= 0 | None]``.
-    """
-    if not isinstance(entry, (list, tuple)) or len(entry) != 4:
-        raise ValueError(f"chunk totals are a list of 4, not {entry!r:.100}")
-    dataset, events, nbytes, duration = entry
-    if not (dataset is None or isinstance(dataset, str)):
-        raise ValueError(f"chunk totals: dataset {dataset!r:.100} is not str or None")
-    for name, value in (("events", events), ("bytes", nbytes)):
-        if not _is_count(value):
-            raise ValueError(f"chunk totals: {name} {value!r:.100} is not an int >= 0")
-    if not (duration is None or (isinstance(duration, float) and _is_duration(duration))):
-        raise ValueError(f"chunk totals: duration {duration!r:.100} is not a float >= 0")
-    return dataset, events, nbytes, duration
-
-
-def _is_count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _count_or_zero(value: object) -> int:
-    return value if _is_count(value) else 0
-
-
-def _is_duration(value: object) -> TypeGuard[float]:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
 
 
 class RecordList(list):

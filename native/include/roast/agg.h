@@ -260,11 +260,15 @@ typedef int (*roast_task_group_visitor)(void *ctx, roast_id id, const roast_task
 int roast_agg_each_task_group(const roast_agg *agg, roast_task_field by,
                               roast_task_group_visitor visit, void *ctx, roast_status *status);
 
-/* The digests of one context summed over spans and over the other field,
- * by worker or by prefix, visited in order of first appearance (a nonzero
+/* The digests of one context summed by worker, by prefix or by span (over
+ * the other two fields), visited in order of first appearance (a nonzero
  * return stops the walk and is returned). *status as for
  * roast_agg_each_task_group. */
-typedef enum { ROAST_DIGESTS_BY_PREFIX, ROAST_DIGESTS_BY_WORKER } roast_digest_field;
+typedef enum {
+    ROAST_DIGESTS_BY_PREFIX,
+    ROAST_DIGESTS_BY_WORKER,
+    ROAST_DIGESTS_BY_SPAN
+} roast_digest_field;
 typedef int (*roast_digest_group_visitor)(void *ctx, roast_id id, roast_id activity, roast_id unit,
                                           double sum);
 int roast_agg_each_digest_group(const roast_agg *agg, roast_id context, roast_digest_field by,

@@ -1,16 +1,28 @@
 """What the scheduler, worker and client halves of the plugin say to each other.
 
 A leaf module: the names of the plugin, its handlers, event topics and task
-annotations, imported by every half and importing nothing of roastcoffea.
+annotations, and the shapes of the messages that cross between the halves, each
+defined once and used by both ends. It imports nothing of roastcoffea.
+
+Messages travel as msgpack (Dask's batched stream and RPCs): a ``NamedTuple``
+goes as a list and comes back as a tuple (or as the object itself between
+in-process servers), so each receiving end reads one with ``from_wire``, which
+checks what a worker or client sent before anything is counted.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple, TypedDict, TypeGuard
 
 #: Name of both plugins, and of the worker's metric in ``worker.metrics`` /
 #: ``ws.metrics`` that carries its heartbeat payload.
 PLUGIN_NAME = "roastcoffea"
 
 #: Scheduler RPC handlers (:class:`~roastcoffea.plugin.RoastPlugin`).
+OPEN_HANDLER = "roastcoffea_open"
+FINISH_HANDLER = "roastcoffea_finish"
 SNAPSHOT_HANDLER = "roastcoffea_snapshot"
 FLUSH_HANDLER = "roastcoffea_flush"
 STOP_HANDLER = "roastcoffea_stop"
@@ -32,3 +44,174 @@ PLACED_ANNOTATION = "roastcoffea-placed"
 
 #: Key of the answer of a worker that cannot load roastcoffea.
 UNMONITORED = "unmonitored"
+
+
+# ---- worker -> scheduler: a task's records ---------------------------------------------
+
+
+class ChunkTotals(NamedTuple):
+    """What one chunk record adds to the scheduler's running totals.
+
+    A worker sends it beside the record's bytes, so that the running totals (the
+    live stream, the Prometheus export, the dashboard) never decode a record. A
+    value the record lacks adds nothing (0 events or bytes, duration None) rather
+    than making a total unknown.
+    """
+
+    dataset: str | None
+    events: int
+    bytes_read: int  # the whole task's when known, else process()'s
+    duration: float | None  # seconds of process()
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> ChunkTotals:
+        """The totals of a chunk record (worker side)."""
+        nbytes = record.get("bytes_read_task")
+        if nbytes is None:
+            nbytes = record.get("bytes_read")
+        dataset, duration = record.get("dataset"), record.get("duration")
+        return cls(
+            dataset if isinstance(dataset, str) else None,
+            _count_or_zero(record.get("num_events")),
+            _count_or_zero(nbytes),
+            float(duration) if _is_duration(duration) else None,
+        )
+
+    @classmethod
+    def from_wire(cls, entry: object) -> ChunkTotals:
+        """Check an entry a worker sent (scheduler side).
+
+        Raises
+        ------
+        ValueError
+            If ``entry`` is not ``[str | None, int >= 0, int >= 0, float >= 0 | None]``.
+        """
+        if not isinstance(entry, (list, tuple)) or len(entry) != 4:
+            raise ValueError(f"chunk totals are a list of 4, not {entry!r:.100}")
+        dataset, events, nbytes, duration = entry
+        if not (dataset is None or isinstance(dataset, str)):
+            raise ValueError(f"chunk totals: dataset {dataset!r:.100} is not str or None")
+        for name, value in (("events", events), ("bytes", nbytes)):
+            if not _is_count(value):
+                raise ValueError(f"chunk totals: {name} {value!r:.100} is not an int >= 0")
+        if not (duration is None or (isinstance(duration, float) and _is_duration(duration))):
+            raise ValueError(f"chunk totals: duration {duration!r:.100} is not a float >= 0")
+        return cls(dataset, events, nbytes, duration)
+
+
+class PhaseEntry(NamedTuple):
+    """One task's phase digests: values in the order of the labels of its layout.
+
+    The layout is ``(output_measured, codecs, helpers)``;
+    :func:`roastcoffea.phase_vocabulary.digest_labels` turns it into the
+    ``(activity, unit)`` label of each value, kept once per layout on both ends.
+    """
+
+    span: str
+    prefix: str
+    output_measured: bool
+    codecs: tuple[str, ...]
+    helpers: tuple[str, ...]
+    values: Sequence[float]
+    dataset: str | None  # the work item's, for the per-dataset views
+
+    @property
+    def layout(self) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        return (self.output_measured, self.codecs, self.helpers)
+
+    @classmethod
+    def from_wire(cls, entry: object) -> PhaseEntry:
+        """Check an entry a worker sent (scheduler side).
+
+        Raises
+        ------
+        ValueError
+            If ``entry`` is not a list of 7 of the types above (the values' count is
+            the aggregator's to check against the labels).
+        """
+        if not isinstance(entry, (list, tuple)) or len(entry) != 7:
+            raise ValueError(f"a phase entry is a list of 7, not {entry!r:.100}")
+        span, prefix, output_measured, codecs, helpers, values, dataset = entry
+        if not (isinstance(span, str) and isinstance(prefix, str)):
+            raise ValueError("a phase entry's span and prefix are str")
+        for name, names in (("codecs", codecs), ("helpers", helpers)):
+            if not (isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)):
+                raise ValueError(f"a phase entry's {name} are a list of str")
+        if not isinstance(values, (list, tuple)):
+            raise ValueError("a phase entry's values are a list of numbers")
+        return cls(
+            span,
+            prefix,
+            bool(output_measured),
+            tuple(codecs),
+            tuple(helpers),
+            values,
+            dataset if isinstance(dataset, str) else None,
+        )
+
+
+class RecordBatch(TypedDict, total=False):
+    """The message a worker sends on :data:`RECORDS_TOPIC` when a task ends: its records'
+    bytes (the scheduler never decodes them), their span, and what they add to the
+    running totals and to the digest table."""
+
+    worker: str
+    data: list[bytes]
+    span: str
+    chunks: list[ChunkTotals]
+    phases: list[PhaseEntry]
+
+
+class FinalState(TypedDict):
+    """The message of a closing worker on :data:`FINAL_STATE_TOPIC`: its full payload."""
+
+    worker: str
+    data: bytes
+
+
+# ---- client <-> scheduler: a collector's entry and exit --------------------------------
+
+
+class OpenReply(TypedDict):
+    """What :data:`OPEN_HANDLER` answers: the running plugin's settings and clock."""
+
+    interval: float
+    live: bool
+    phases: bool
+    time: float
+
+
+class FlushReply(TypedDict):
+    """What :data:`FLUSH_HANDLER` answers (docs/architecture.md, "Scheduler RPC handlers")."""
+
+    workers: int
+    errors: dict[str, str]
+    unmonitored: dict[str, str]
+    departures: list[dict[str, Any]]
+
+
+class FinishReply(TypedDict):
+    """What :data:`FINISH_HANDLER` answers: the window's end (scheduler clock), the flush,
+    its seconds, and the snapshot's bytes."""
+
+    t_to: float
+    flush: FlushReply
+    flush_seconds: float
+    snapshot: bytes
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _count_or_zero(value: object) -> int:
+    return value if _is_count(value) else 0
+
+
+def _is_duration(value: object) -> TypeGuard[float]:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )

@@ -9,24 +9,24 @@ pages. The page (``dashboard.html``, no network needed) reads
   cumulative totals) and the totals since the plugin started;
 - processor against overhead thread time, from the fine-metrics digests: a
   prefix is the processor's when its tasks carry phase digests;
-- the processor phases per worker and per dataset (wall seconds; a task's
-  digests come with the dataset of its work item) and, per dataset, chunks,
-  events, bytes and mean chunk duration, from the chunk totals the records
-  arrive with (the scheduler decodes no record).
+- the processor phases per worker and per run from the aggregator's digest
+  table, per dataset from the running totals (a task's digests come with the
+  dataset of its work item), and, per dataset, chunks, events, bytes and mean
+  chunk duration, from the running totals
+  (:mod:`roastcoffea.plugin.scheduler.totals`: the scheduler decodes no record).
 
 Cumulative since the plugin started, for every run on the cluster, as the
 Prometheus series are; and per run (a collector's span, the latest
-:data:`MAX_RUNS`): its chunks, events, bytes, phases and event rate (its events
-over the time from its first record's arrival to its last's), and whether Dask
-says its span is done, so each running collector has its own row.
+:data:`~roastcoffea.plugin.scheduler.totals.MAX_RUNS`): its chunks, events, bytes,
+phases and event rate (its events over the time from its first record's arrival to
+its last's), and whether Dask says its span is done, so each running collector has
+its own row.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib.resources import files
 from time import time
 from typing import Any
@@ -35,7 +35,7 @@ from tornado import web
 
 import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import spans_extension
-from roastcoffea.plugin.scheduler.prometheus import ChunkTotals
+from roastcoffea.plugin.scheduler.totals import RunningTotals, RunTally
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 PAGE_ROUTE = r"/roastcoffea/?"
@@ -48,62 +48,20 @@ _SPLIT = {"thread-cpu": "cpu", "thread-noncpu": "noncpu"}
 
 
 class DashboardData:
-    """What the page shows, kept by a running plugin.
+    """What the page shows, read from a running plugin at each request.
 
     Parameters
     ----------
     plugin : RoastPlugin
         Its aggregator and scheduler are read at each request.
-    chunks : ChunkTotals
-        The plugin's chunk totals per dataset, whose labels the phases per
-        dataset share (bounded as the Prometheus series are).
+    totals : RunningTotals
+        The plugin's running totals of the chunks, per dataset and per run.
     """
 
-    def __init__(self, plugin: Any, chunks: ChunkTotals) -> None:
+    def __init__(self, plugin: Any, totals: RunningTotals) -> None:
         self.plugin = plugin
-        self.chunks = chunks
+        self.totals = totals
         self.started = time()
-        self.dataset_phases: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        # Per run (its span), the latest MAX_RUNS: its totals, and when it was active.
-        self.runs: dict[str, RunTotals] = {}
-
-    def add_run_chunk(self, span: str, events: int, nbytes: int) -> None:
-        """Count one chunk of the run of ``span`` (its dataset's totals are ``chunks``')."""
-        run = self._run(span)
-        run.chunks += 1
-        run.events += events
-        run.bytes += nbytes
-
-    def add_phases(
-        self,
-        dataset: str | None,
-        labels: Sequence[tuple[str, str]],
-        values: Sequence[float],
-        span: str | None = None,
-    ) -> None:
-        """Add one task's phase wall seconds (its digests) to its dataset's and run's."""
-        walls = [
-            (vocab.PHASE_OF_ACTIVITY[activity], value)
-            for (activity, unit), value in zip(labels, values, strict=False)
-            if unit == vocab.WALL and activity in vocab.PHASE_OF_ACTIVITY
-        ]
-        for totals in (
-            None if dataset is None else self.dataset_phases[self.chunks.label(dataset)],
-            None if span is None else self._run(span).phases,
-        ):
-            if totals is not None:
-                for phase, value in walls:
-                    totals[phase] += value
-
-    def _run(self, span: str) -> RunTotals:
-        """The totals of the run of ``span``, made active now; the oldest run beyond
-        MAX_RUNS is dropped."""
-        run = self.runs.pop(span, None) or RunTotals(first=time())
-        run.last = time()
-        self.runs[span] = run  # the most recently active last
-        if len(self.runs) > MAX_RUNS:
-            del self.runs[next(iter(self.runs))]
-        return run
 
     def snapshot(self) -> dict[str, Any]:
         """The page's data now (JSON-able)."""
@@ -116,44 +74,42 @@ class DashboardData:
             if unit == "seconds":
                 role = "processor" if prefix in processor else "overhead"
                 split[role][_SPLIT.get(activity, "other")] += value
-        phases: dict[str, dict[str, float]] = defaultdict(dict)
-        for (worker, activity, unit), value in aggregator.digest_totals(
-            "execute", "worker"
-        ).items():
-            phase = vocab.PHASE_OF_ACTIVITY.get(activity)
-            if phase is not None and unit == vocab.WALL:
-                phases[worker][phase] = value
+        per_worker = _phase_walls(aggregator.digest_totals("execute", "worker"))
+        per_span = _phase_walls(aggregator.digest_totals("execute", "span"))
         workers = {}
         for address, ws in list(self.plugin.scheduler.workers.items()):
             values = worker_values(ws)
             workers[address] = {"memory": values[0], "cpu": values[7]}
-        c = self.chunks
+        totals = self.totals
         datasets = {
             name: {
-                "chunks": c.chunks[name],
-                "events": c.events[name],
-                "bytes": c.bytes_read[name],
-                "seconds": c.seconds[name],
+                "chunks": tally.chunks,
+                "events": tally.events,
+                "bytes": tally.bytes_read,
+                "seconds": tally.seconds,
             }
-            for name in sorted(c.chunks)
+            for name, tally in sorted(totals.datasets.items())
         }
         return {
             "time": time(),
             "started": self.started,
-            "chunks": sum(d["chunks"] for d in datasets.values()),
-            "events": sum(d["events"] for d in datasets.values()),
-            "bytes": sum(d["bytes"] for d in datasets.values()),
+            "chunks": totals.all.chunks,
+            "events": totals.all.events,
+            "bytes": totals.all.bytes_read,
             "datasets": datasets,
             "processor_prefixes": sorted(processor),
             "thread_seconds": split,
             "phases": list(vocab.PHASES),
-            "phases_per_worker": dict(phases),
-            "phases_per_dataset": {d: dict(p) for d, p in sorted(self.dataset_phases.items())},
-            "runs": [self._run_row(span, run) for span, run in reversed(self.runs.items())],
+            "phases_per_worker": per_worker,
+            "phases_per_dataset": {d: dict(p) for d, p in sorted(totals.dataset_phases.items())},
+            "runs": [
+                self._run_row(span, run, per_span.get(span, {}))
+                for span, run in reversed(totals.runs.items())
+            ],
             "workers": workers,
         }
 
-    def _run_row(self, span: str, run: RunTotals) -> dict[str, Any]:
+    def _run_row(self, span: str, run: RunTally, phases: dict[str, float]) -> dict[str, Any]:
         """A run's totals, with its span's name and whether Dask says it is done."""
         found = getattr(spans_extension(self.plugin.scheduler), "spans", {}).get(span)
         name = "/".join(found.name) if found is not None else "(span gone)"
@@ -166,25 +122,19 @@ class DashboardData:
             "last": run.last,
             "chunks": run.chunks,
             "events": run.events,
-            "bytes": run.bytes,
-            "phases": dict(run.phases),
+            "bytes": run.bytes_read,
+            "phases": phases,
         }
 
 
-#: Runs the page keeps totals of (the most recently active ones).
-MAX_RUNS = 20
-
-
-@dataclass
-class RunTotals:
-    """One run's chunks, events, bytes read and phase walls, and when it was active."""
-
-    first: float
-    last: float = 0.0
-    chunks: int = 0
-    events: int = 0
-    bytes: int = 0
-    phases: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+def _phase_walls(digests: dict[tuple[str, str, str], float]) -> dict[str, dict[str, float]]:
+    """``{worker or span: {phase: wall seconds}}`` of the aggregator's digest totals."""
+    walls: dict[str, dict[str, float]] = defaultdict(dict)
+    for (of, activity, unit), value in digests.items():
+        phase = vocab.PHASE_OF_ACTIVITY.get(activity)
+        if phase is not None and unit == vocab.WALL:
+            walls[of][phase] = value
+    return dict(walls)
 
 
 #: Attribute of the scheduler's HTTP application holding the running plugin's data.
@@ -217,7 +167,7 @@ class DataHandler(_PluginHandler):
         try:
             body = json.dumps(data.snapshot(), allow_nan=False)
         except Exception:
-            data.plugin._count_error("dashboard")
+            data.plugin.count_error("dashboard")
             self.set_status(500)
             self.write("roastcoffea: the dashboard's data failed (counted in monitoring errors)")
             return

@@ -17,10 +17,10 @@ Each message is a plain dict (msgpack-able, string keys)::
      "phases": {phase: float}, # Σ wall seconds per phase of the tasks that ended since
      "workers": {address: {"memory": float | None, "cpu": float | None}}}
 
-The chunk figures come with the records workers send on their event stream
-(the totals beside them: no record is decoded), the phase seconds from the
-aggregator's digests, which each task's phases reach with its records; each is
-counted in the delta after it arrived.
+The chunk figures are the differences of the scheduler's running totals
+(:mod:`roastcoffea.plugin.scheduler.totals`, fed as the records arrive: no record is
+decoded), the phase seconds those of the aggregator's digests, which each task's
+phases reach with its records; each is counted in the delta after it arrived.
 
 Nothing is computed or published while no client is subscribed.
 """
@@ -32,6 +32,7 @@ from typing import Any
 import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.dask_versions import topic_subscribers
 from roastcoffea.plugin.protocol import LIVE_TOPIC
+from roastcoffea.plugin.scheduler.totals import RunningTotals
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 
@@ -63,27 +64,18 @@ class LiveStream:
     ----------
     scheduler : distributed.Scheduler
     aggregator : roastcoffea._native.Aggregator
+    totals : RunningTotals
     """
 
-    def __init__(self, scheduler: Any, aggregator: Any) -> None:
+    def __init__(self, scheduler: Any, aggregator: Any, totals: RunningTotals) -> None:
         self._scheduler = scheduler
         self._aggregator = aggregator
+        self._totals = totals
+        # At the previous tick: its time, the finished and erred tasks, the transitions,
+        # and the chunks' totals.
         self._last: tuple[float, int, int, int] | None = None
+        self._last_chunks = (0, 0, 0)
         self._last_phases: dict[str, float] = {}
-        # Chunks, events and bytes of the chunk records since the previous delta.
-        self._chunks = [0, 0, 0]
-
-    @property
-    def listening(self) -> bool:
-        """Whether a client listened at the last tick (records are counted only then)."""
-        return self._last is not None
-
-    def add_chunk(self, events: int, nbytes: int) -> None:
-        """Count a chunk a worker sent (its :func:`~roastcoffea.records.chunk_totals`)."""
-        if self.listening:
-            self._chunks[0] += 1
-            self._chunks[1] += events
-            self._chunks[2] += nbytes
 
     def tick(self, now: float) -> bool:
         """Publish one delta if a client is subscribed.
@@ -99,9 +91,13 @@ class LiveStream:
         # None means this Dask does not say: publish anyway (events are bounded).
         if topic_subscribers(self._scheduler, LIVE_TOPIC) == 0:
             self._last = None
-            self._chunks = [0, 0, 0]
             return False
-        (chunks, chunk_events, chunk_bytes), self._chunks = self._chunks, [0, 0, 0]
+        every = self._totals.all
+        now_chunks = (every.chunks, every.events, every.bytes_read)
+        chunks, chunk_events, chunk_bytes = (
+            n - before for n, before in zip(now_chunks, self._last_chunks, strict=True)
+        )
+        self._last_chunks = now_chunks
         totals = _phase_totals(self._aggregator)
         phases = {p: v - self._last_phases.get(p, 0.0) for p, v in totals.items()}
         self._last_phases = totals

@@ -5,12 +5,14 @@ Register it once per cluster::
     client.register_plugin(RoastPlugin())
 
 Its ``start`` builds the native aggregator, points the ``transition`` hook
-straight at the aggregator's C method, starts the sampler, adds the RPC
-handlers ``roastcoffea_snapshot``, ``roastcoffea_flush`` and
-``roastcoffea_stop``, adds its series to the Prometheus registry that the
-scheduler's ``/metrics`` serves (roastcoffea.plugin.scheduler.prometheus), shows
-its page on the scheduler's dashboard at ``/roastcoffea``
-(roastcoffea.plugin.scheduler.dashboard), and installs
+straight at the aggregator's C method, starts the sampler, adds its RPC handlers
+(:mod:`roastcoffea.plugin.scheduler.handlers`), takes in what workers send on their
+event streams (:mod:`~roastcoffea.plugin.scheduler.intake`) into the aggregator and
+the running totals (:mod:`~roastcoffea.plugin.scheduler.totals`), adds its series
+to the Prometheus registry that the scheduler's ``/metrics`` serves
+(:mod:`~roastcoffea.plugin.scheduler.prometheus`), shows its page on the
+scheduler's dashboard at ``/roastcoffea``
+(:mod:`~roastcoffea.plugin.scheduler.dashboard`), and installs
 :class:`RoastWorkerPlugin` on every current and future worker. No hook ever
 raises into Dask: failures are counted in the aggregator (``errors`` of every
 snapshot) and logged at debug level.
@@ -18,7 +20,6 @@ snapshot) and logged at debug level.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,21 +30,14 @@ from distributed.metrics import time
 
 import roastcoffea.config as config
 from roastcoffea._native import Aggregator
-from roastcoffea.phase_vocabulary import digest_labels
 from roastcoffea.plugin.dask_versions import register_worker_plugin
-from roastcoffea.plugin.protocol import (
-    FINAL_STATE_TOPIC,
-    FLUSH_HANDLER,
-    PLUGIN_NAME,
-    RECORDS_TOPIC,
-    SNAPSHOT_HANDLER,
-    STOP_HANDLER,
-)
+from roastcoffea.plugin.protocol import FINAL_STATE_TOPIC, PLUGIN_NAME, RECORDS_TOPIC
 from roastcoffea.plugin.scheduler.dashboard import DashboardData
 from roastcoffea.plugin.scheduler.dashboard import serve as serve_dashboard
 from roastcoffea.plugin.scheduler.dashboard import unserve as unserve_dashboard
+from roastcoffea.plugin.scheduler.handlers import PluginHandlers
+from roastcoffea.plugin.scheduler.intake import RecordIntake
 from roastcoffea.plugin.scheduler.prometheus import (
-    ChunkTotals,
     PrometheusExport,
     available,
     start_export,
@@ -51,9 +45,8 @@ from roastcoffea.plugin.scheduler.prometheus import (
 )
 from roastcoffea.plugin.scheduler.runs import RunPlacement
 from roastcoffea.plugin.scheduler.sampler import Sampler
-from roastcoffea.plugin.scheduler.workers import Unmonitored
+from roastcoffea.plugin.scheduler.totals import RunningTotals
 from roastcoffea.plugin.worker.loader import dumps_by_value
-from roastcoffea.records import read_chunk_totals
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +146,9 @@ class RoastPlugin(SchedulerPlugin):
         self.prometheus = prometheus
         self.export: PrometheusExport | None = None
         self.dashboard: DashboardData | None = None
-        self.chunk_totals: ChunkTotals | None = None
+        self.totals: RunningTotals | None = None
+        self.intake: RecordIntake | None = None
+        self.handlers: dict[str, Any] = {}
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
@@ -178,7 +173,7 @@ class RoastPlugin(SchedulerPlugin):
         RoastPlugin.__init__(self, interval, **state)
 
     @property
-    def _running(self) -> Sampler:
+    def running(self) -> Sampler:
         """The sampler; RuntimeError before start() (a hook's guard counts it)."""
         if self.sampler is None:
             raise RuntimeError("RoastPlugin is not started on a scheduler")
@@ -209,7 +204,7 @@ class RoastPlugin(SchedulerPlugin):
         except Exception:
             # Dask reports the error to the registering client and does not add
             # the plugin: leave nothing of it behind.
-            self._detach()
+            self.detach()
             raise
         await self._install_worker_plugin()
 
@@ -220,42 +215,44 @@ class RoastPlugin(SchedulerPlugin):
             series_cap_bytes=self.series_cap_bytes,
             started=time(),
         )
-        self.placement = RunPlacement(scheduler, self._count_error)
-        self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups, self.placement.runs)
-        self.sampler = Sampler(scheduler, self.aggregator, self.interval, live=self.live)
-        now = time()
-        for address, ws in list(scheduler.workers.items()):
-            self.sampler.watch(address, ws, now)
-        # The instance attribute shadows SchedulerPlugin.transition, so Dask
-        # calls the C method with no Python frame in between.
-        self.transition = self.aggregator.transition  # type: ignore[method-assign]
-        scheduler.handlers[SNAPSHOT_HANDLER] = self._handle_snapshot
-        scheduler.handlers[FLUSH_HANDLER] = self._handle_flush
-        scheduler.handlers[STOP_HANDLER] = self._handle_stop
         bounds = {
             name.replace("-", "_"): config.whole_number(
                 f"prometheus-max-{name}", config.setting(f"prometheus-max-{name}"), 1
             )
             for name in ("prefixes", "datasets", "activities", "workers")
         }
-        self.chunk_totals = ChunkTotals(bounds["datasets"])
+        self.totals = RunningTotals(bounds["datasets"])
+        self.intake = RecordIntake(self.aggregator, self.totals, self.count_error)
+        self.placement = RunPlacement(scheduler, self.count_error)
+        self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups, self.placement.runs)
+        self.sampler = Sampler(
+            scheduler, self.aggregator, self.totals, self.interval, live=self.live
+        )
+        now = time()
+        for address, ws in list(scheduler.workers.items()):
+            self.sampler.watch(address, ws, now)
+        # The instance attribute shadows SchedulerPlugin.transition, so Dask
+        # calls the C method with no Python frame in between.
+        self.transition = self.aggregator.transition  # type: ignore[method-assign]
+        self.handlers = PluginHandlers(self).table()
+        scheduler.handlers.update(self.handlers)
         if self.prometheus and available():
             self.export = PrometheusExport(
                 self,
-                self.chunk_totals,
+                self.totals,
                 max_prefixes=bounds["prefixes"],
                 max_activities=bounds["activities"],
                 max_workers=bounds["workers"],
             )
             start_export(self.export)
-        self.dashboard = DashboardData(self, self.chunk_totals)
+        self.dashboard = DashboardData(self, self.totals)
         serve_dashboard(scheduler, self.dashboard)
         self.sampler.start()
 
     async def close(self) -> None:
         """Stop the sampler and remove the handlers (Dask calls this on close)."""
-        with self._guard("close"):
-            self._detach()
+        with self.guard("close"):
+            self.detach()
 
     def add_worker(self, scheduler: Any, worker: str) -> None:
         """Record a new worker's arrival (Dask hook; never raises).
@@ -266,8 +263,8 @@ class RoastPlugin(SchedulerPlugin):
         worker : str
             The worker's address.
         """
-        with self._guard("add_worker"):
-            self._running.watch(worker, scheduler.workers[worker], time())
+        with self.guard("add_worker"):
+            self.running.watch(worker, scheduler.workers[worker], time())
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         """Apply a leaving worker's last payload, record its departure (Dask hook).
@@ -283,8 +280,8 @@ class RoastPlugin(SchedulerPlugin):
         **kwargs
             ``stimulus_id`` and whatever later Dask versions add.
         """
-        with self._guard("remove_worker"):
-            self._running.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
+        with self.guard("remove_worker"):
+            self.running.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
 
     def log_event(self, topic: str, msg: Any) -> None:
         """Keep records (:data:`RECORDS_TOPIC`), last states of closing workers, closing notices.
@@ -293,76 +290,19 @@ class RoastPlugin(SchedulerPlugin):
         close (see ``roastcoffea.plugin.scheduler.departures``). Never raises; a
         malformed record is counted.
         """
-        if self.sampler is None:
+        if self.intake is None:
             return
-        with self._guard("log_event"):
+        with self.guard("log_event"):
             if topic == RECORDS_TOPIC:
-                self._add_records(msg)
+                self.intake.records(msg)
             elif topic == FINAL_STATE_TOPIC:
-                self.aggregator.ingest(msg["worker"], msg["data"], time())
+                self.intake.final_state(msg)
             elif (
                 isinstance(msg, dict)
                 and msg.get("action") == "closing-worker"
                 and topic in self.scheduler.workers
             ):
-                self.sampler.departures.closing(topic, str(msg.get("reason")))
-
-    def _add_records(self, msg: dict[str, Any]) -> None:
-        """Store a task's records with their span; count its chunks in the running totals.
-
-        ``msg`` holds the records' bytes (``data``), their ``span``, the
-        :func:`~roastcoffea.records.chunk_totals` of the chunk records among them
-        (``chunks``) and the task's phase digests (``phases``): the scheduler
-        never decodes a record.
-        """
-        worker, data, span = msg["worker"], msg["data"], msg.get("span")
-        items = data if isinstance(data, (list, tuple)) else [data]  # Dask delivers tuples
-        span = span if isinstance(span, str) else None
-        now = time()
-        for item in items:
-            if isinstance(item, bytes):
-                self.aggregator.add_record(worker, item, now, span)
-            else:
-                self._count_error("record_not_bytes")
-        for entry in msg.get("phases", ()):
-            self._add_phases(worker, entry)
-        live = self._running.live
-        if live is not None and not live.listening:
-            live = None
-        for entry in msg.get("chunks", ()):
-            try:
-                dataset, events, nbytes, duration = read_chunk_totals(entry)
-            except ValueError:
-                self._count_error("chunk_totals")
-                continue
-            if live is not None:
-                live.add_chunk(events, nbytes)
-            if self.chunk_totals is not None:
-                self.chunk_totals.add(dataset, events, nbytes, duration)
-            if self.dashboard is not None and span is not None:
-                self.dashboard.add_run_chunk(span, events, nbytes)
-
-    def _add_phases(self, worker: str, entry: Any) -> None:
-        """Add a task's phase digests, sent with its records, to the digest table.
-
-        ``entry`` is ``[span, prefix, output measured, [codec, ...], [helper phase, ...],
-        [value, ...], dataset]`` (the worker's ``_phases_entry``); the values are labelled
-        as :func:`~roastcoffea.phase_vocabulary.digest_labels` says. Counted when malformed.
-        """
-        try:
-            span, prefix, output_measured, codecs, helpers, values, dataset = entry
-            labels = digest_labels((bool(output_measured), tuple(codecs), tuple(helpers)))
-            self.aggregator.add_digests(worker, "execute", span, prefix, labels, values)
-        except (TypeError, ValueError):
-            self._count_error("phase_digests")
-            return
-        if self.dashboard is not None:
-            self.dashboard.add_phases(
-                dataset if isinstance(dataset, str) else None,
-                labels,
-                values,
-                span if isinstance(span, str) else None,
-            )
+                self.running.departures.closing(topic, str(msg.get("reason")))
 
     def update_graph(self, scheduler: Any, *, annotations: Any = None, **kwargs: Any) -> None:
         """Place a run's new tasks that Dask grouped under another span (Dask hook).
@@ -372,16 +312,16 @@ class RoastPlugin(SchedulerPlugin):
         """
         if self.placement is None or not annotations:
             return
-        with self._guard("update_graph"):
+        with self.guard("update_graph"):
             self.placement.place(annotations)
 
     def tick(self) -> None:
         """Run one sampler pass now (the body of the periodic callback).
 
-        Must run on the scheduler's event loop, e.g. through
-        ``client.run_on_scheduler``.
+        Must run on the scheduler's event loop (a collector's entry and exit run one
+        through their handlers).
         """
-        self._running.tick()
+        self.running.tick()
 
     async def _install_worker_plugin(self) -> None:
         """Install RoastWorkerPlugin everywhere; failures are counted and logged.
@@ -400,109 +340,20 @@ class RoastPlugin(SchedulerPlugin):
         try:
             replies = await register_worker_plugin(self.scheduler, plugin, PLUGIN_NAME)
         except Exception:
-            self._count_error("register_worker_plugin")
+            self.count_error("register_worker_plugin")
             logger.warning("roastcoffea: worker plugin not installed", exc_info=True)
             return
         for address, reply in replies.items():
             if not (isinstance(reply, dict) and reply.get("status") == "OK"):
-                self._count_error("worker_plugin_setup")
+                self.count_error("worker_plugin_setup")
                 logger.warning("roastcoffea: worker plugin setup failed on %s: %r", address, reply)
 
-    def _handle_snapshot(
-        self,
-        span_id: str | None = None,
-        t_from: float = 0.0,
-        t_to: float = 0.0,
-        release_unless_inside: str | None = None,
-    ) -> bytes:
-        """Handler ``roastcoffea_snapshot``: the aggregator as snapshot bytes.
-
-        ``span_id`` keeps that span and its descendants, records included;
-        ``t_from``/``t_to`` bound the series (``t_to=0`` is open-ended). With
-        ``release_unless_inside`` (a collector's exit), the records of the
-        span's subtree are then dropped, unless an enclosing span carries
-        that tag: an enclosing collector takes them at its own exit.
-        """
-        with self._guard("snapshot", reraise=True):
-            self.aggregator.drain()
-            self._running.spans.sync()
-            spans = None if span_id is None else self._running.spans.subtree(span_id)
-            data = self.aggregator.snapshot(spans=spans, t_from=float(t_from), t_to=float(t_to))
-            if (
-                span_id is not None
-                and release_unless_inside is not None
-                and not self._running.spans.inside(span_id, release_unless_inside)
-            ):
-                self.aggregator.release_records(spans)
-            return data
-
-    async def _handle_flush(
-        self, timeout: float | None = None, since: float | None = None
-    ) -> dict[str, Any]:
-        """Handler ``roastcoffea_flush``: apply every worker's full state now.
-
-        Returns ``{"workers": flushed, "errors": {address: message},
-        "unmonitored": {address: reason}, "departures": [...]}``; the
-        unmonitored workers (that could not load roastcoffea, now or before
-        they left) are not waited for. ``departures`` lists the workers that
-        left since ``since`` (scheduler clock; None: none), see
-        ``roastcoffea.plugin.scheduler.departures``.
-        """
-        with self._guard("flush", reraise=True):
-            timeout = config.seconds("flush-timeout", timeout)
-            now = time()
-            workers = list(self.scheduler.workers.items())
-            for address, ws in workers:
-                self._running.watch(address, ws, now)
-            results = await asyncio.gather(
-                *(self._running.fetch(address, timeout) for address, _ in workers),
-                return_exceptions=True,
-            )
-            errors = {}
-            for (address, _), result in zip(workers, results, strict=True):
-                if isinstance(result, Unmonitored):
-                    continue
-                if isinstance(result, BaseException):
-                    self._count_error("flush")
-                    errors[address] = f"{type(result).__name__}: {result}"
-            self.aggregator.drain()
-            self._running.spans.sync()
-            unmonitored = dict(self._running.unmonitored)
-            flushed = sum(1 for address, _ in workers if address not in unmonitored)
-            departures = [] if since is None else self._running.departures.between(since, time())
-            return {
-                "workers": flushed - len(errors),
-                "errors": errors,
-                "unmonitored": unmonitored,
-                "departures": departures,
-            }
-
-    async def _handle_stop(self) -> dict[str, Any]:
-        """Handler ``roastcoffea_stop``: undo everything :meth:`start` did.
-
-        Afterwards the plugin is gone from the scheduler and from the workers,
-        so registering a new ``RoastPlugin`` starts from scratch.
-        """
-        self._detach()
-        errors: dict[str, str] = {}
-        try:
-            replies = await self.scheduler.unregister_worker_plugin(None, PLUGIN_NAME)
-        except Exception as exc:
-            errors["scheduler"] = f"{type(exc).__name__}: {exc}"
-            replies = {}
-        for address, reply in replies.items():
-            if not (isinstance(reply, dict) and reply.get("status") == "OK"):
-                errors[address] = repr(reply)
-        if self.scheduler.plugins.get(self.name) is self:
-            self.scheduler.remove_plugin(name=self.name)
-        return {"workers": len(replies) - len(errors), "errors": errors}
-
-    def _detach(self) -> None:
-        """Stop the sampler, remove our handlers, make ``transition`` a no-op."""
+    def detach(self) -> None:
+        """Stop the sampler, remove the handlers, make ``transition`` a no-op."""
         # Deleting the instance attribute brings back SchedulerPlugin.transition,
         # which does nothing.
         self.__dict__.pop("transition", None)
-        self.placement = None
+        self.placement = self.intake = None
         if self.export is not None:
             stop_export(self.export)
         if self.dashboard is not None and self.scheduler is not None:
@@ -510,25 +361,23 @@ class RoastPlugin(SchedulerPlugin):
         if self.sampler is not None:
             self.sampler.stop()
         handlers = self.scheduler.handlers if self.scheduler is not None else {}
-        for name, method in (
-            (SNAPSHOT_HANDLER, self._handle_snapshot),
-            (FLUSH_HANDLER, self._handle_flush),
-            (STOP_HANDLER, self._handle_stop),
-        ):
+        for name, method in self.handlers.items():
             if handlers.get(name) == method:
                 del handlers[name]
+        self.handlers = {}
 
     @contextmanager
-    def _guard(self, where: str, *, reraise: bool = False) -> Iterator[None]:
+    def guard(self, where: str, *, reraise: bool = False) -> Iterator[None]:
         """Count and log a failure in ``where``; re-raise only for RPC handlers."""
         try:
             yield
         except Exception:
-            self._count_error(where)
+            self.count_error(where)
             logger.debug("roastcoffea: %s failed", where, exc_info=True)
             if reraise:
                 raise
 
-    def _count_error(self, where: str) -> None:
+    def count_error(self, where: str) -> None:
+        """Count a failure in ``where`` in the aggregator's error table (every snapshot's)."""
         if self.aggregator is not None:
             self.aggregator.count_error(where)

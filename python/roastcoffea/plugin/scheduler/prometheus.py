@@ -9,8 +9,9 @@ docs/metrics.md ("Prometheus series"); in short:
 - fine metrics of the tasks (``execute`` context) summed over spans, per task
   prefix and per worker, in seconds and in bytes; the processor phases per
   worker;
-- per dataset: chunks, events and bytes read, from the chunk records as they
-  arrive, and a histogram of the chunks' ``process()`` durations;
+- per dataset: chunks, events and bytes read, from the scheduler's running totals
+  (:mod:`roastcoffea.plugin.scheduler.totals`, fed as the chunk records arrive), and
+  a histogram of the chunks' ``process()`` durations;
 - per worker: memory, memory limit, threads and CPU, read from the
   ``WorkerState`` at the scrape (the values the sampler stores in the series);
 - the monitoring's self-report.
@@ -25,7 +26,6 @@ one label value, and the folds counted. A failure while collecting is counted in
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 from collections import defaultdict
@@ -33,14 +33,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import roastcoffea.phase_vocabulary as vocab
+from roastcoffea.plugin.scheduler.totals import CHUNK_DURATION_BUCKETS, FOLDED, RunningTotals
 from roastcoffea.plugin.scheduler.workers import worker_values
 
 logger = logging.getLogger(__name__)
 
-#: Label value of the prefixes and datasets beyond the bounds.
-FOLDED = "(other)"
-#: Upper bounds (seconds) of the chunk duration histogram's buckets.
-CHUNK_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 #: Self-report counters exported as ``roastcoffea_monitoring_<name>_total``.
 MONITORING_COUNTERS = (
     "events",
@@ -62,49 +59,6 @@ WORKER_GAUGES = (
     ("threads", "Threads of the worker", 2, 1.0),
     ("cpu_ratio", "CPU use of the worker process, 1 = one core busy", 7, 0.01),
 )
-
-
-class ChunkTotals:
-    """Per dataset: chunks, events, bytes read and chunk seconds; the durations histogram.
-
-    Fed with the totals every chunk record arrives with, as it arrives (a chunk
-    computed twice counts twice here; a collector counts it once). The plugin
-    keeps one, which the Prometheus export and the dashboard page both read.
-
-    Parameters
-    ----------
-    max_datasets : int
-        Datasets with a label of their own; later ones count as :data:`FOLDED`.
-    """
-
-    def __init__(self, max_datasets: int) -> None:
-        self.max_datasets = max_datasets
-        self.labels: set[str] = set()
-        self.chunks: dict[str, int] = defaultdict(int)
-        self.events: dict[str, int] = defaultdict(int)
-        self.bytes_read: dict[str, int] = defaultdict(int)
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.buckets = [0] * (len(CHUNK_DURATION_BUCKETS) + 1)  # the last one is +Inf
-        self.duration_sum = 0.0
-
-    def add(self, dataset: str | None, events: int, nbytes: int, duration: float | None) -> None:
-        """Count one chunk (its :func:`~roastcoffea.records.read_chunk_totals`)."""
-        label = self.label(dataset)
-        self.chunks[label] += 1
-        self.events[label] += events
-        self.bytes_read[label] += nbytes
-        if duration is not None:
-            self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, duration)] += 1
-            self.duration_sum += duration
-            self.seconds[label] += duration
-
-    def label(self, dataset: str | None) -> str:
-        """The dataset's label: its name while fewer than ``max_datasets`` have one."""
-        name = str(dataset)
-        if name in self.labels or len(self.labels) < self.max_datasets:
-            self.labels.add(name)
-            return name
-        return FOLDED
 
 
 def fold_labels(
@@ -139,8 +93,8 @@ class PrometheusExport:
     plugin : RoastPlugin
         A started plugin: its aggregator, scheduler and sampler are read at
         each scrape.
-    chunks : ChunkTotals
-        The plugin's chunk totals per dataset (their bound is the dataset label set's).
+    totals : RunningTotals
+        The plugin's running totals (their bound is the dataset label set's).
     max_prefixes, max_activities, max_workers : int
         Bounds of the prefix, activity and worker label sets.
     """
@@ -148,7 +102,7 @@ class PrometheusExport:
     def __init__(
         self,
         plugin: Any,
-        chunks: ChunkTotals,
+        totals: RunningTotals,
         max_prefixes: int,
         max_activities: int = 50,
         max_workers: int = 1000,
@@ -157,7 +111,7 @@ class PrometheusExport:
         self.max_prefixes = max_prefixes
         self.max_activities = max_activities
         self.max_workers = max_workers
-        self.chunks = chunks
+        self.totals = totals
         self.prefixes_folded = self.activities_folded = self.workers_folded = 0
 
     def families(self) -> Iterator[Any]:
@@ -230,28 +184,28 @@ class PrometheusExport:
             )
 
     def _chunk_families(self, counter: Any, histogram: Any) -> Iterator[Any]:
-        c = self.chunks
-        for name, values, what in (
-            ("dataset_chunks", c.chunks, "Chunk records received"),
-            ("dataset_events", c.events, "Events of the chunk records received"),
-            ("dataset_bytes_read", c.bytes_read, "Bytes the chunks read from their files"),
+        totals = self.totals
+        for name, field, what in (
+            ("dataset_chunks", "chunks", "Chunk records received"),
+            ("dataset_events", "events", "Events of the chunk records received"),
+            ("dataset_bytes_read", "bytes_read", "Bytes the chunks read from their files"),
         ):
             yield _counter(
                 counter,
                 f"roastcoffea_{name}",
                 f"{what}, per dataset",
                 ["dataset"],
-                {(d,): float(v) for d, v in values.items()},
+                {(d,): float(getattr(t, field)) for d, t in totals.datasets.items()},
             )
         cumulative, buckets = 0, []
-        for bound, count in zip((*CHUNK_DURATION_BUCKETS, math.inf), c.buckets, strict=True):
+        for bound, count in zip((*CHUNK_DURATION_BUCKETS, math.inf), totals.buckets, strict=True):
             cumulative += count
             buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
         yield histogram(
             "roastcoffea_chunk_duration_seconds",
             "Wall seconds of each chunk's process() (chunk records received)",
             buckets=buckets,
-            sum_value=c.duration_sum,
+            sum_value=totals.duration_sum,
         )
 
     def _worker_families(self, gauge: Any) -> Iterator[Any]:
@@ -325,7 +279,7 @@ class _RegistryCollector:
         try:
             families = list(export.families())
         except Exception:
-            export.plugin._count_error("prometheus")
+            export.plugin.count_error("prometheus")
             logger.debug("roastcoffea: Prometheus export failed", exc_info=True)
             return
         yield from families

@@ -18,6 +18,7 @@ from tornado.ioloop import PeriodicCallback
 from roastcoffea.plugin.scheduler.departures import Departures
 from roastcoffea.plugin.scheduler.live import LiveStream
 from roastcoffea.plugin.scheduler.spans import SpanTree
+from roastcoffea.plugin.scheduler.totals import RunningTotals
 from roastcoffea.plugin.scheduler.workers import (
     Unmonitored,
     fetch_full_state,
@@ -36,6 +37,8 @@ class Sampler:
     ----------
     scheduler : distributed.Scheduler
     aggregator : roastcoffea._native.Aggregator
+    totals : RunningTotals
+        The chunks' running totals, whose deltas the live stream publishes.
     interval : float
         Seconds between ticks.
     live : bool
@@ -48,6 +51,7 @@ class Sampler:
         self,
         scheduler: Any,
         aggregator: Any,
+        totals: RunningTotals,
         interval: float,
         *,
         live: bool,
@@ -57,7 +61,7 @@ class Sampler:
         self.aggregator = aggregator
         self.interval = interval
         self.spans = SpanTree(scheduler, aggregator)
-        self.live = LiveStream(scheduler, aggregator) if live else None
+        self.live = LiveStream(scheduler, aggregator, totals) if live else None
         self.fetch_timeout = fetch_timeout
         # Worker states seen, kept past their removal from scheduler.workers so
         # remove_worker can still read the last heartbeat (it runs after del).

@@ -21,8 +21,8 @@ from typing import Any
 from distributed.worker import thread_state
 
 from roastcoffea.phase_vocabulary import PhaseDigests
-from roastcoffea.plugin.protocol import RECORDS_TOPIC
-from roastcoffea.records import chunk_totals, encode_record, lost_record
+from roastcoffea.plugin.protocol import RECORDS_TOPIC, ChunkTotals, PhaseEntry, RecordBatch
+from roastcoffea.records import encode_record, lost_record
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class Outbox:
         if delay is None:
             delay = getattr(self.worker, "scheduler_delay", 0.0)
         batch: list[bytes] = []
-        chunks: list[list[Any]] = []
+        chunks: list[ChunkTotals] = []
         phase_records = 0
         span = dataset = None
         for record, source, own_bytes in entries:
@@ -237,8 +237,8 @@ class Outbox:
                 phase_records += 1
                 dataset = record.get("dataset")
             else:
-                chunks.append(chunk_totals(record))
-        phases = [] if digests is None else [_phases_entry(digests, dataset)]
+                chunks.append(ChunkTotals.of_record(record))
+        phases = [] if digests is None else [_phase_entry(digests, dataset)]
         if (batch or phases) and self.queue(
             batch, span if isinstance(span, str) else None, chunks, phases
         ):
@@ -305,21 +305,23 @@ class Outbox:
         self,
         batch: list[bytes],
         span: str | None,
-        chunks: list[list[Any]],
-        phases: list[list[Any]] | None = None,
+        chunks: list[ChunkTotals],
+        phases: list[PhaseEntry] | None = None,
     ) -> bool:
-        """Send encoded records to the scheduler; False (counted) once the plugin is torn down.
+        """Send encoded records to the scheduler as one
+        :class:`~roastcoffea.plugin.protocol.RecordBatch`; False (counted) once the plugin
+        is torn down.
 
         ``Worker.log_event`` appends to the batched stream at once on the event loop
         (where task ends are seen) and through the loop from other threads. ``chunks``
-        holds :func:`~roastcoffea.records.chunk_totals` of the chunk records among them,
-        so that the scheduler keeps its running totals without decoding a record;
-        ``phases`` the task's phase digests, which the scheduler adds to its digest table.
+        holds the totals of the chunk records among them, so that the scheduler keeps its
+        running totals without decoding a record; ``phases`` the task's phase digests,
+        which the scheduler adds to its digest table.
         """
         if self.worker is None:
             self._count("records_refused")
             return False
-        message: dict[str, Any] = {"worker": self.worker.address, "data": batch}
+        message: RecordBatch = {"worker": self.worker.address, "data": batch}
         if chunks:
             message["chunks"] = chunks
         if phases:
@@ -351,13 +353,12 @@ def _complete_requests(record: dict[str, Any], source: Any) -> None:
         unavailable[field] = "the file source's request counters were not reachable"
 
 
-def _phases_entry(digests: TaskDigests, dataset: Any) -> list[Any]:
-    """A task's phase digests as the record message carries them:
-    ``[span, prefix, output measured, [codec, ...], [helper phase, ...], [value, ...],
-    dataset]`` (the dataset of its phase record, None without one)."""
+def _phase_entry(digests: TaskDigests, dataset: Any) -> PhaseEntry:
+    """A task's phase digests as the record message carries them, with the dataset of its
+    phase record (None without one)."""
     (span, prefix), ((output_measured, codecs, helpers), values) = digests
     dataset = dataset if isinstance(dataset, str) else None
-    return [span, prefix, output_measured, list(codecs), list(helpers), values, dataset]
+    return PhaseEntry(span, prefix, output_measured, codecs, helpers, values, dataset)
 
 
 def _unencodable_field(record: dict[str, Any]) -> str | None:

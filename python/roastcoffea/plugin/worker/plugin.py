@@ -37,13 +37,15 @@ from roastcoffea.plugin.protocol import (
     PLACED_ANNOTATION,
     PLUGIN_NAME,
     WORKER_STATE_HANDLER,
+    ChunkTotals,
+    FinalState,
 )
 from roastcoffea.plugin.task import running_task
 from roastcoffea.plugin.worker.outbox import RUNNING_STATES, Outbox
 from roastcoffea.plugin.worker.phase_sums import PhaseSums
 from roastcoffea.plugin.worker.phases import digest_task_phases
 from roastcoffea.plugin.worker.work_items import ProcessorTasks
-from roastcoffea.records import RECORD_VERSION, chunk_totals, decode_record
+from roastcoffea.records import RECORD_VERSION, decode_record
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +177,8 @@ class RoastWorkerPlugin(WorkerPlugin):
                 self._outbox.send_all()
                 self._phase_sums.file(worker.digest_metric)
                 data = self._tracker.full_payload(worker.digests_total)
-                worker.log_event(FINAL_STATE_TOPIC, {"worker": worker.address, "data": data})
+                state: FinalState = {"worker": worker.address, "data": data}
+                worker.log_event(FINAL_STATE_TOPIC, state)
             except Exception:
                 self._count("hook_errors")
                 logger.debug("roastcoffea final state not sent", exc_info=True)
@@ -387,7 +390,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             record = decode_record(data)
         except ValueError:  # opaque to the plugin: sent all the same
             record = {}
-        chunks = [chunk_totals(record)] if record.get("kind") == "chunk" else []
+        chunks = [ChunkTotals.of_record(record)] if record.get("kind") == "chunk" else []
         return self._outbox.queue([data], span, chunks)
 
     def _payload(self, worker: Any) -> bytes:
