@@ -90,10 +90,12 @@ pytest: $(VENV)/.installed test-deps
 pytest-fast: $(VENV)/.installed test-deps
 	$(VPY) -m pytest -m "not cluster and not build"
 
+# mypy's stubtest holds python/roastcoffea/_native.pyi against the built extension.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/mypy
+	$(VPY) -m mypy.stubtest roastcoffea._native --mypy-config-file pyproject.toml
 
 # libFuzzer (Debian clang-14). Each target runs FUZZ_SECONDS from the checked-in corpus,
 # with the library under test instrumented for coverage; new inputs that add coverage are

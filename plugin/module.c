@@ -221,25 +221,25 @@ static PyObject *mod_state_from_json(PyObject *module, PyObject *text)
 
 static PyMethodDef module_methods[] = {
     {"key_split", mod_key_split, METH_O,
-     "key_split(key) -> str\n\nThe task prefix of a Dask key; equals dask.utils.key_split(key),\n"
-     "exceptions included."},
+     "key_split($module, key, /)\n--\n\nThe task prefix of a Dask key; equals\n"
+     "dask.utils.key_split(key), exceptions included."},
     {"decode_snapshot", mod_decode_snapshot, METH_O,
-     "decode_snapshot(data: bytes) -> dict\n\nA snapshot as Python data; DecodeError when "
+     "decode_snapshot($module, data, /)\n--\n\nA snapshot as Python data; DecodeError when "
      "malformed."},
     {"decode_payload", mod_decode_payload, METH_O,
-     "decode_payload(data: bytes) -> dict\n\nA worker payload as Python data; DecodeError when "
-     "malformed."},
+     "decode_payload($module, data, /)\n--\n\nA worker payload as Python data; DecodeError "
+     "when malformed."},
     {"state_from_json", mod_state_from_json, METH_O,
-     "state_from_json(text: str | bytes) -> dict\n\nA native state file as snapshot data; "
-     "DecodeError when malformed."},
+     "state_from_json($module, text, /)\n--\n\nA native state file (str or bytes) as snapshot "
+     "data; DecodeError when malformed."},
     {"decode_exit_snapshot", roastpy_decode_exit_snapshot, METH_O,
-     "decode_exit_snapshot(data: bytes) -> tuple[dict, str]\n\nA collector's snapshot, "
+     "decode_exit_snapshot($module, data, /)\n--\n\nA collector's snapshot, "
      "decoded once: its Python data, and the native state file text a measurement keeps "
      "(without the records, which the measurement keeps decoded); DecodeError when malformed."},
     {"current_task", roastpy_current_task, METH_NOARGS,
-     "current_task() -> TaskPhases | None\n\nThe clock of the task this thread runs."},
+     "current_task($module, /)\n--\n\nThe clock of the task this thread runs, or None."},
     {"set_current_task", roastpy_set_current_task, METH_O,
-     "set_current_task(task: TaskPhases | None)\n\nMake task the clock of this thread's task "
+     "set_current_task($module, task, /)\n--\n\nMake task the clock of this thread's task "
      "(None: no task is measured)."},
     {NULL, NULL, 0, NULL},
 };

@@ -146,7 +146,7 @@ PyTypeObject roastpy_AroundType = {
     .tp_basicsize = sizeof(Around),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "Around(func, enter, leave)\n\n"
+    .tp_doc = "Around(func, enter, leave)\n--\n\n"
               "func called between enter and leave, with no Python frame of its own while it "
               "runs.\nA call runs state = enter(*args, **kwargs); if state is None, func alone; "
               "else func(*args, **kwargs), then leave(state, error), error the exception func "

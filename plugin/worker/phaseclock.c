@@ -404,20 +404,20 @@ static PyObject *task_get_baskets(TaskPhases *task, void *closure)
 
 static PyMethodDef task_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))task_enter_method, METH_VARARGS | METH_KEYWORDS,
-     "enter(phase, opaque=False)\n\nStart charging phase (until the matching leave()). An "
+     "enter($self, phase, opaque=False)\n--\n\nStart charging phase (until the matching leave()). An "
      "opaque phase charges its hooked calls' time to itself."},
     {"leave", (PyCFunction)task_leave_method, METH_NOARGS,
-     "leave() -> float\n\nStop charging the top phase; returns the wall seconds of its last "
+     "leave($self, /)\n--\n\nStop charging the top phase; returns the wall seconds of its last "
      "stretch (zero for a call nested in its own phase)."},
     {"rebase", (PyCFunction)task_rebase, METH_O,
-     "rebase(phase)\n\nCharge time outside every hooked call to phase from now on."},
+     "rebase($self, phase, /)\n--\n\nCharge time outside every hooked call to phase from now on."},
     {"close", (PyCFunction)task_close, METH_NOARGS,
-     "close() -> float\n\nCharge the last stretch; returns the wall seconds the clock ran."},
+     "close($self, /)\n--\n\nCharge the last stretch; returns the wall seconds the clock ran."},
     {"take_baskets", (PyCFunction)task_take_baskets, METH_O,
-     "take_baskets(file) -> dict\n\n{seek: (fNbytes, fObjlen + fKeylen)} of the logged baskets "
+     "take_baskets($self, file, /)\n--\n\n{seek: (fNbytes, fObjlen + fKeylen)} of the logged baskets "
      "of file (by identity); empties the log."},
     {"add_helper", (PyCFunction)task_add_helper, METH_O,
-     "add_helper(helper)\n\nAdd a helper thread's closed clock: its phases to helper_wall and "
+     "add_helper($self, helper, /)\n--\n\nAdd a helper thread's closed clock: its phases to helper_wall and "
      "helper_cpu (beside the task's own), its codecs, read_bytes, baskets (moved) and errors "
      "to the task's; counts a helper run."},
     {NULL, NULL, 0, NULL},
@@ -486,7 +486,7 @@ PyTypeObject roastpy_TaskPhasesType = {
     .tp_name = "roastcoffea._native.TaskPhases",
     .tp_basicsize = sizeof(TaskPhases),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "TaskPhases(*, cpu_interval=0.001, base='other')\n\nOne task's phase clock: wall "
+    .tp_doc = "TaskPhases(*, cpu_interval=0.001, base='other')\n--\n\nOne task's phase clock: wall "
               "and CPU seconds per phase, bytes, codecs; time outside every hooked call is base's."
               "\nNested phases are exclusive; the phases add up to the "
               "time the clock ran. The thread's CPU clock is read at most every cpu_interval "
@@ -1118,7 +1118,7 @@ PyTypeObject roastpy_PhaseHookType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "PhaseHook(func, phase, opaque=False, codec=None, unmaterialized=None, "
-              "chunk=None, basket=False, queue=False, ended_by=())\n\n"
+              "chunk=None, basket=False, queue=False, ended_by=())\n--\n\n"
               "func, its time charged to phase when the calling thread runs a measured task.\nWith "
               "codec (one of CODECS), func is a codec's decompress(data, ...): each call's stretch, "
               "len(data) and len(result) are added to the task's codecs.\nWith unmaterialized "

@@ -580,12 +580,12 @@ static int tracker_set_window(PyObject *op, PyObject *value, void *closure)
 
 static PyMethodDef tracker_methods[] = {
     {"payload", (PyCFunction)(void (*)(void))tracker_payload, METH_VARARGS | METH_KEYWORDS,
-     "payload(digests_total: dict, changed: dict | None = None) -> bytes\n\n"
+     "payload($self, digests_total, changed=None)\n--\n\n"
      "The digests that changed in the last `window` payloads. changed: the keys of the "
      "followed contexts changed since the last payload (Dask's spans extension's "
      "digests_total_since_heartbeat); None reads every key."},
     {"full_payload", tracker_full_payload, METH_O,
-     "full_payload(digests_total: dict) -> bytes\n\nEvery digest."},
+     "full_payload($self, digests_total, /)\n--\n\nEvery digest."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -611,8 +611,8 @@ PyTypeObject roastpy_DigestTrackerType = {
     .tp_name = "roastcoffea._native.DigestTracker",
     .tp_basicsize = sizeof(DigestTracker),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "DigestTracker(incarnation: str, window: int = 4, *, followed=(), sent_apart=())"
-              "\n\nThe worker side: diffs Worker.digests_total into heartbeat payloads.",
+    .tp_doc = "DigestTracker(incarnation, window=4, *, followed=(), sent_apart=())"
+              "\n--\n\nThe worker side: diffs Worker.digests_total into heartbeat payloads.",
     .tp_new = tracker_new,
     .tp_dealloc = tracker_dealloc,
     .tp_traverse = tracker_traverse,
