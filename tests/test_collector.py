@@ -172,7 +172,7 @@ def test_sequential_collectors_are_disjoint(client: Client) -> None:
     assert {k[1] for k in first.span_metrics} == {"seq-first"}
     assert {k[1] for k in second.span_metrics} == {"seq-second"}
     assert second.snapshot["span_tasks"] and all(
-        span in second.span_ids for span in second.snapshot["span_tasks"]
+        span in second.run.span_ids for span in second.snapshot["span_tasks"]
     )
 
 
@@ -185,7 +185,7 @@ def test_a_second_collector_sees_its_tasks_while_the_firsts_are_held(client: Cli
     with MetricsCollector(client) as second:
         client.gather(client.map(held_double, range(10, 17), pure=False))
     for mc, n in ((first, 10), (second, 7)):
-        rows = [r for r in mc.snapshot["tasks"] if r["span"] in mc.span_ids]
+        rows = [r for r in mc.snapshot["tasks"] if r["span"] in mc.run.span_ids]
         assert sum(r["tasks"] for r in rows if r["prefix"] == "held_double") == n
         assert {k[1] for k in mc.span_metrics} == {"held_double"}
     assert client.gather(kept) == [2 * i for i in range(10)]
@@ -287,7 +287,7 @@ def test_registers_plugin_and_reports_its_own_failures(make_cluster: Any, caplog
         assert client.run_on_scheduler(plugin_interval) == 0.25
         run_naps(client, "stopped")
         stop(client)  # the plugin disappears under the collector
-    assert mc.plugin_interval == 0.25
+    assert mc.run.plugin_interval == 0.25
     assert mc.snapshot is None
     assert any("no running RoastPlugin" in e for e in mc.collector_errors)
     assert "no running RoastPlugin" in caplog.text
@@ -302,7 +302,7 @@ def test_registers_plugin_and_reports_its_own_failures(make_cluster: Any, caplog
         pass
     with MetricsCollector(client, worker_tracking_interval=2.0) as second:
         pass
-    assert first.plugin_interval == second.plugin_interval == 0.5
+    assert first.run.plugin_interval == second.run.plugin_interval == 0.5
     assert any("already registered with interval 0.5" in n for n in second.notes)
 
 
@@ -687,6 +687,6 @@ def test_exit_with_the_scheduler_gone_is_bounded_and_says_why(make_cluster: Any)
         own.sync(cluster.scheduler.close)  # the scheduler goes away under the client
     # Dask would hold each call for its 30 s connect timeout; the exit gives up after
     # the probe (measured on the collector's own clock).
-    assert mc._exit_seconds < 20
+    assert mc.exit_seconds < 20
     assert any("is it gone?" in e or "not connected" in e for e in mc.collector_errors)
     own.close(timeout=2)  # not Dask's 30 s of reconnecting

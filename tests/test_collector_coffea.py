@@ -245,18 +245,18 @@ def test_save_and_load_restore_the_metrics(runs: dict[str, Any], tmp_path: Path)
 def test_second_collector_excludes_the_first(runs: dict[str, Any]) -> None:
     a, _, _ = runs["A"]
     b, _, report_b = runs["B"]
-    assert a.span_id != b.span_id and not (a.span_ids & b.span_ids)
+    assert a.span_id != b.span_id and not (a.run.span_ids & b.run.span_ids)
     # Same workload, same task keys: B counts its own four chunks, not eight.
     assert chunk_keys(b.chunk_metrics) == chunk_keys(a.chunk_metrics)
     assert sum(c["num_events"] for c in b.chunk_metrics) == report_b["entries"]
-    assert {c["span"] for c in b.chunk_metrics} <= b.span_ids
+    assert {c["span"] for c in b.chunk_metrics} <= b.run.span_ids
     mb = b.get_metrics()
     ma = a.get_metrics()
     for prefix, row in mb["per_prefix"].items():
         assert row["tasks"] == ma["per_prefix"][prefix]["tasks"], prefix
     assert mb["per_prefix"]["MuonCounter"]["tasks"] == 4
     assert b.t_start >= a.t_end
-    assert all(t >= b._window[0] for s in b.snapshot["series"].values() for t in s["t_first"])
+    assert all(t >= b.run.window[0] for s in b.snapshot["series"].values() for t in s["t_first"])
 
 
 # ---- 5. a worker dies mid-run ---------------------------------------------------------

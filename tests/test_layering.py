@@ -332,3 +332,21 @@ def test_modules_import_what_they_use_from_where_it_is_defined(name: str, tree: 
 def test_the_facade_check_catches_an_import_through_the_root() -> None:
     tree = ast.parse("from roastcoffea import _native\nfrom roastcoffea.plugin import LiveFeed\n")
     assert facade_imports(tree) == ["_native from roastcoffea", "LiveFeed from roastcoffea.plugin"]
+
+
+# ---- rooms a newcomer can read --------------------------------------------------------
+
+#: Longest module and class, in lines (the demo's generator aside: a file format spelled out).
+MAX_MODULE_LINES, MAX_CLASS_LINES = 650, 350
+LONG_BY_DESIGN = {"demo/nanoaod.py"}
+
+
+@pytest.mark.parametrize(("name", "tree"), list(modules()), ids=lambda v: str(v)[:40])
+def test_no_module_or_class_outgrows_a_room(name: str, tree: ast.Module) -> None:
+    if name not in LONG_BY_DESIGN:
+        lines = len((PACKAGE / name).read_text().splitlines())
+        assert lines <= MAX_MODULE_LINES, f"{name}: {lines} lines"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            size = node.end_lineno - node.lineno + 1 if node.end_lineno else 0
+            assert size <= MAX_CLASS_LINES, f"{name}: class {node.name} of {size} lines"

@@ -175,7 +175,7 @@ def test_worker_digests_add_up_to_dasks_span_totals(
 ) -> None:
     mc, _ = busy
     metrics = mc.get_metrics()
-    span_ids = sorted(mc.span_ids)
+    span_ids = sorted(mc.run.span_ids)
 
     def span_totals(dask_scheduler: Any) -> dict[tuple, float]:
         spans = dask_scheduler.extensions["spans"].spans

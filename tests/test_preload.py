@@ -121,9 +121,9 @@ def test_a_preloaded_scheduler_monitors_every_worker(
         assert sum(tasks.values()) == 16 and tasks[late_address] == 6
         # The late worker left right after its tasks, before any heartbeat of its own: its
         # digests came with the full state it sends as it closes.
-        digest_workers = {key[0] for key in mc.snapshot["digests"] if key[2] in mc.span_ids}
+        digest_workers = {key[0] for key in mc.snapshot["digests"] if key[2] in mc.run.span_ids}
         assert late_address in digest_workers and digest_workers <= set(joined)
-        departed = [w["address"] for w in mc.retired_workers + mc.lost_workers]
+        departed = [w["address"] for w in mc.run.departures.retired + mc.run.departures.lost]
         assert departed == [late_address]
         # The preloaded plugin shows its page on the scheduler's dashboard, for every client.
         page = client.dashboard_link.rsplit("/", 1)[0] + "/roastcoffea"
@@ -231,7 +231,7 @@ def test_an_exit_whose_scheduler_is_killed_during_the_flush_is_bounded(
             threading.Timer(1.0, scheduler.kill).start()  # SIGKILL, 1 s into the exit
         # Dask's client would wait 30 s to reconnect for each call; the exit's own
         # clock stays within the two timeouts, plus the decoding it still does.
-        assert mc._exit_seconds < probe + flush + 2.0
+        assert mc.exit_seconds < probe + flush + 2.0
         assert any("no snapshot of the block" in e for e in mc.collector_errors)
     finally:
         client.close(timeout=2)

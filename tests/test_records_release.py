@@ -47,11 +47,11 @@ def test_consecutive_runs_carry_their_own_records_only(
         chunks = collector.coffea_report["chunks"]
         assert len(collector.chunk_metrics) == chunks
         records = decode_records(collector.snapshot["records"])
-        assert {r["span"] for r in records} <= collector.span_ids
+        assert {r["span"] for r in records} <= collector.run.span_ids
         assert sum(1 for r in records if r["kind"] == "chunk") == chunks
     # the second exit carried as much as the first: nothing of the first run
     assert len(second.snapshot["records"]) == len(first.snapshot["records"])
-    assert second.snapshot_size < 1.5 * first.snapshot_size
+    assert second.run.snapshot_size < 1.5 * first.run.snapshot_size
 
 
 def test_a_nested_collector_leaves_its_records_to_the_enclosing_one(

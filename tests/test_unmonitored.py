@@ -71,9 +71,9 @@ def test_a_worker_without_roastcoffea_computes_unmonitored(
             assert client.gather(on_bare) == [2 * i for i in range(5)]
             assert client.gather(on_monitored) == [i * i for i in range(5)]
         assert mc.collector_errors == []
-        assert mc._flush_seconds < seconds("flush-timeout")  # not waited for
-        assert [w["address"] for w in mc.unmonitored_workers] == [bare]
-        assert "ModuleNotFoundError" in mc.unmonitored_workers[0]["reason"]
+        assert mc.run.flush_seconds < seconds("flush-timeout")  # not waited for
+        assert [w["address"] for w in mc.run.departures.unmonitored] == [bare]
+        assert "ModuleNotFoundError" in mc.run.departures.unmonitored[0]["reason"]
         # The scheduler still counts the bare worker's tasks; only monitored ones send digests.
         tasks = {row["worker"]: row["tasks"] for row in mc.snapshot["tasks"] if row["span"]}
         assert tasks[bare] == 5 and tasks[monitored] == 5

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from rich.console import Console
 from rich.live import Live
@@ -191,7 +191,7 @@ class LiveView:
             time so far and its % share, None before the first phase record),
             the totals ``tasks``, ``erred``, ``chunks``, ``events``,
             ``bytes``, and ``elapsed`` (s). Once stopped with the final
-            figures, those: rates over the whole block.
+            figures (:func:`final_figures`), those: rates over the whole block.
         """
         with self._lock:
             if self._final is not None:
@@ -254,13 +254,59 @@ class LiveView:
         )
         table.add_row(
             "Events",
-            f"{s['events']:,}",
+            count_text(s["events"]),
             "Tasks done",
             f"{s['tasks']:,}" + (f" ([red]{s['erred']} erred[/red])" if s["erred"] else ""),
         )
         table.add_row("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed))
         table.add_row("Dominant phase", dominant_phase(s["dominant_phase"]), "", "")
         return Panel(table, title=self._title, expand=False)
+
+
+def final_figures(metrics: Mapping[str, Any], workers: int) -> dict[str, Any] | None:
+    """The whole block's figures for the live view's last frame, read from its metrics.
+
+    The numbers the summary shows, rates over the block's wall time: events from the
+    coffea report (else the chunk records, per dataset), bytes from the report, the
+    run's tasks and erred tasks over its task prefixes, the phases of its tasks.
+    None when the block has no wall time.
+    """
+    wall = metrics.get("wall_time")
+    if not _is_number(wall) or wall <= 0:
+        return None
+    events = metrics.get("total_events")
+    if not _is_number(events):
+        counts = [row.get("total_events") for row in (metrics.get("per_dataset") or {}).values()]
+        events = sum(counts) if counts and all(_is_number(c) for c in counts) else None
+    nbytes = metrics.get("bytes_read_compressed")
+    nbytes = nbytes if _is_number(nbytes) else None
+    prefixes = (metrics.get("per_prefix") or {}).values()
+    phases = metrics.get("phase_wall_seconds")
+    chunks = metrics.get("num_chunks")
+    return {
+        "events_per_s": None if events is None else events / wall,
+        "gbps": None if nbytes is None else nbytes * 8 / 1e9 / wall,
+        "chunks_per_s": None,
+        "transitions_per_s": None,
+        "workers": workers,
+        "memory_bytes": None,
+        "dominant_phase": largest_share(phases) if isinstance(phases, Mapping) else None,
+        "tasks": sum(int(row.get("tasks") or 0) for row in prefixes),
+        "erred": sum(int(row.get("erred") or 0) for row in prefixes),
+        "chunks": int(chunks) if _is_number(chunks) else 0,
+        "events": events,
+        "bytes": nbytes,
+        "elapsed": wall,
+    }
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def count_text(value: Any) -> str:
+    """A count with thousands separators; ``N/A`` when it is not known."""
+    return "N/A" if value is None else f"{value:,}"
 
 
 def largest_share(phases: Mapping[str, float]) -> tuple[str, float] | None:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView, dominant_phase
+from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView, count_text, dominant_phase
 from roastcoffea.units import format_bytes, format_rate, format_time
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class NotebookLiveView(LiveView):
         rows = [
             ("Event rate", rate(s["events_per_s"], format_rate), "Workers", str(s["workers"])),
             ("Data rate", rate(s["gbps"], "{:.3f} Gbps"), "Memory", memory),
-            ("Events", f"{s['events']:,}", "Tasks done", tasks),
+            ("Events", count_text(s["events"]), "Tasks done", tasks),
             ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),
             ("Dominant phase", dominant_phase(s["dominant_phase"]), "", ""),
         ]

@@ -24,11 +24,17 @@ _NOT_REGISTERED = (
 )
 
 
-def _call(client: Any, handler: str, **kwargs: Any) -> Any:
-    """Call a scheduler handler; a missing handler answers None."""
+def call_handler(client: Any, handler: str, **kwargs: Any) -> Any:
+    """One RPC to a scheduler handler of the plugin, by name; None when the scheduler has
+    no such handler (Dask answers None, and logs that it has none)."""
     if getattr(client, "asynchronous", False):
         raise TypeError("roastcoffea.plugin helpers need a synchronous Client")
-    reply = client.sync(getattr(client.scheduler, handler), **kwargs)
+    return client.sync(getattr(client.scheduler, handler), **kwargs)
+
+
+def _call(client: Any, handler: str, **kwargs: Any) -> Any:
+    """:func:`call_handler`, a missing handler an error that says what to do."""
+    reply = call_handler(client, handler, **kwargs)
     if reply is None:
         raise RuntimeError(_NOT_REGISTERED.format(handler=handler))
     return reply
