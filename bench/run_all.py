@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-#: question (a section of docs/performance.md) -> its benchmarks
+#: question (a section of docs/performance.md or docs/scale.md) -> its benchmarks
 QUESTIONS = {
     "chunk": (
         "chunk_overhead.py",
