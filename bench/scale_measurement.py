@@ -48,7 +48,7 @@ def snapshot(seconds: float) -> dict[str, Any]:
         agg.worker_seen(address, f"w{i}", T0)
         agg.ingest(address, _native.DigestTracker(f"Worker-{i}").full_payload(digests), T0 + 1)
         for t in range(0, int(seconds) + 1, max(1, int(seconds) // 500)):
-            values = (2e9, 8e9, 1, 1, 1, 1e8, 1.0, 95.0, 0, 0, 0, 0, 0, T0 + t)
+            values = (2e9, 8e9, 1, 1, 1, 1e8, 1.0, 95.0, 0, 0, 0, 0, 0, 2, 1, 1.0, 0, T0 + t)
             agg.sample(address, T0 + t, values)
     agg.set_span(SPAN, None, ("coffea-processing",))
     return agg.to_dict()

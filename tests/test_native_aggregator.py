@@ -542,6 +542,7 @@ def test_workers_and_series() -> None:
     agg.worker_seen(W2, 1, T0 + 2)  # names are str() of ws.name
     agg.worker_removed(W2, T0 + 9)
     values = (1024.0, 4096.0, 2.0, 3.0, 1.0, 512.0, 0.5, 150.0, None, 10.0, 20.0, 30.0, 40.0)
+    values += (2.0, 5.0, 1.5, 0.25)  # the node's cores, runnable threads, load, steal %
     agg.sample(W1, T0 + 1.25, (*values, T0 + 1.0))
     agg.sample(W1, T0 + 2.5, (2048.0, *values[1:], T0 + 2.0))
     agg.sample(W1, T0 + 2.0, (*values, T0))  # earlier than the last sample: refused, counted
@@ -560,8 +561,9 @@ def test_workers_and_series() -> None:
     assert set(cols) == {
         "memory", "memory_limit", "nthreads", "processing", "executing", "managed",
         "occupancy", "cpu", "spilled", "net_read", "net_write", "disk_read", "disk_write",
-        "last_seen",
+        "node_cores", "node_runnable", "node_load", "node_steal", "last_seen",
     }  # fmt: skip
+    assert cols["node_runnable"]["mean"] == [5.0, 5.0] and cols["node_steal"]["max"] == [0.25] * 2
     assert cols["memory"]["mean"] == [1024.0, 2048.0]
     assert cols["memory"]["min"] == [1024.0, 2048.0]
     assert cols["cpu"]["max"] == [150.0, 150.0]
@@ -570,9 +572,9 @@ def test_workers_and_series() -> None:
     assert cols["last_seen"]["mean"] == pytest.approx([T0 + 1.0, T0 + 2.0])
     assert d["counters"]["series_samples"] == 2
     with pytest.raises(ValueError):
-        agg.sample(W1, T0 + 3, (1.0,) * 13)
+        agg.sample(W1, T0 + 3, (1.0,) * 17)
     with pytest.raises(TypeError):
-        agg.sample(W1, T0 + 3, ("x",) * 14)
+        agg.sample(W1, T0 + 3, ("x",) * 18)
 
 
 def test_spans_and_errors() -> None:
@@ -726,7 +728,7 @@ def busy_aggregator() -> Aggregator:
     erred(agg, "c-1")
     for i in range(50):
         t = T0 + 1 + i * 0.5
-        agg.sample(W1, t, (float(i),) * 8 + (None,) + (1.0,) * 4 + (t,))
+        agg.sample(W1, t, (float(i),) * 8 + (None,) + (1.0,) * 8 + (t,))
     tracker = DigestTracker("inc-1")
     agg.ingest(W1, tracker.payload(digests(1.25)), T0 + 5)
     agg.add_record(W1, b"\x00record\xff", T0 + 5)
@@ -740,7 +742,7 @@ def test_snapshot_decodes_to_to_dict() -> None:
     assert isinstance(data, bytes)
     decoded = decode_snapshot(data)
     assert decoded["taken_at"] == T0 + 100
-    assert decoded["version"] == _native.SNAPSHOT_VERSION == 2
+    assert decoded["version"] == _native.SNAPSHOT_VERSION == 3
     assert decoded["started"] == T0
     live = agg.to_dict()
     assert live["taken_at"] >= T0 + 100
@@ -836,7 +838,7 @@ class Shrinks:
         values.clear()  # frees the list's items and its array
         return 1.0
 
-values = [Shrinks()] + [float(i) for i in range(13)]
+values = [Shrinks()] + [float(i) for i in range(17)]
 agg.sample("tcp://w:1", 1.0, values)
 print(agg.to_dict()["series"]["tcp://w:1"]["columns"]["memory"]["mean"] == [1.0])
 """,

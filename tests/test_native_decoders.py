@@ -50,7 +50,7 @@ def small_aggregator(samples: int = 3) -> Aggregator:
         startstops=[{"action": "compute", "start": T0 + 1, "stop": T0 + 2}],
     )
     for i in range(samples):
-        agg.sample(W, T0 + 1 + i, (float(i),) * 13 + (T0 + i,))
+        agg.sample(W, T0 + 1 + i, (float(i),) * 17 + (T0 + i,))
     agg.ingest(W, valid_payload(), T0 + 3)
     agg.count_error("sampler:tick")
     return agg

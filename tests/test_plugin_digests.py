@@ -171,7 +171,7 @@ def file_and_pay(dask_worker: Any, span_id: str, values: list[float]) -> list[An
     from roastcoffea.phase_vocabulary import digest_labels
 
     plugin = dask_worker.plugins["roastcoffea"]
-    layout = (False, (), ())  # no output measured, no codec, no helper thread
+    layout = (False, (), (), False)  # no output measured, codec, helper thread, run queue
     labels = digest_labels(layout)
     activity, unit = labels[0]
     key = ("execute", span_id, "summed", activity, unit)

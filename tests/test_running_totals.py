@@ -59,7 +59,7 @@ def test_the_latest_runs_are_kept_and_phases_count_per_dataset_within_the_bound(
     totals = RunningTotals(max_datasets=2, clock=lambda: float(next(clock)))
     for n in range(MAX_RUNS + 5):
         totals.add_chunk(f"run-{n}", ChunkTotals("ds", 10 * n, n, None))
-    layout = (False, (), ())
+    layout = (False, (), (), True)
     labels = digest_labels(layout)
     values = [2.0 if label == ("phase:user", "wall-seconds") else 0.5 for label in labels]
     totals.add_phases("run-7", "ds", labels, values)  # active again
@@ -123,13 +123,17 @@ def test_chunk_totals_from_the_wire_take_lists_tuples_and_the_object_itself() ->
 
 
 def test_a_phase_entry_survives_the_wire_and_refuses_what_is_not_one() -> None:
-    entry = PhaseEntry("s", "p", True, ("zlib",), ("interpret",), [1.0, 2.0], "ds")
-    # msgpack delivers it as a list (or a tuple): the same entry comes back.
-    assert PhaseEntry.from_wire(list(entry)) == entry
-    back = PhaseEntry.from_wire(("s", "p", 1, ["zlib"], [], (1.0,), 3))
-    assert back.layout == (True, ("zlib",), ()) and back.dataset is None
-    for wrong in (None, ["s", "p", True, [], [], []], ["s", 1, True, [], [], [], None]):
+    entry = PhaseEntry("s", "p", (True, ("zlib",), ("interpret",), True), [1.0, 2.0], "ds")
+    # msgpack delivers it as lists (or tuples): the same entry comes back.
+    assert PhaseEntry.from_wire([entry[0], entry[1], list(entry[2]), entry[3], entry[4]]) == entry
+    back = PhaseEntry.from_wire(("s", "p", [1, ["zlib"], [], 0], (1.0,), 3))
+    assert back.layout == (True, ("zlib",), (), False) and back.dataset is None
+    for wrong in (
+        None,
+        ["s", "p", [True, [], []], [], None],
+        ["s", 1, [True, [], [], 0], [], None],
+    ):
         with pytest.raises(ValueError, match="phase entry"):
             PhaseEntry.from_wire(wrong)
     with pytest.raises(ValueError, match="codecs"):
-        PhaseEntry.from_wire(["s", "p", True, [3], [], [], None])
+        PhaseEntry.from_wire(["s", "p", [True, [3], [], False], [], None])

@@ -95,7 +95,9 @@ static roast_status decode_payload_object(const msgpack_object *top, roast_paylo
                                           char *err, size_t errcap)
 {
     const msgpack_object *f[P_NKEYS];
-    roast_status status = wire_check_version(top, "payload", ROAST_PAYLOAD_VERSION, err, errcap);
+    uint64_t version;
+    roast_status status = wire_check_version(top, "payload", ROAST_PAYLOAD_VERSION,
+                                             ROAST_PAYLOAD_VERSION, &version, err, errcap);
     if (status == ROAST_OK)
         status = wire_map_fields(top, payload_keys, f, P_NKEYS, "payload", err, errcap);
     if (status != ROAST_OK)

@@ -32,6 +32,7 @@ roast_status roast_phase_clock_init(roast_phase_clock *clock, int base, roast_in
     clock->cpu_interval = cpu_interval;
     clock->read = now;
     clock->cpu_reads = 1;
+    clock->runq_read = ROAST_RUNQ_UNREAD;
     return ROAST_OK;
 }
 
@@ -159,11 +160,23 @@ static void split_waits_first(roast_phase_clock *clock, double off, const window
     clock->split_bound += fmin(wrong, off);
 }
 
+/* Adds each phase's time off CPU in the window (its wall less the CPU just
+ * split to it) to the time off CPU since the last run-queue reading. */
+static void note_off_cpu(roast_phase_clock *clock, const double *cpu_before)
+{
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
+        double off = clock->window[i] - (clock->cpu[i] - cpu_before[i]);
+        clock->off_since[i] += off > 0.0 ? off : 0.0;
+    }
+}
+
 /* Splits the CPU since the last read over the window's phases and codecs,
  * and starts a new window at now. */
 static void split_cpu(roast_phase_clock *clock, roast_instant now)
 {
     double cpu = now.cpu - clock->read.cpu;
+    double cpu_before[ROAST_PHASE_COUNT];
+    memcpy(cpu_before, clock->cpu, sizeof cpu_before);
     window_parts parts = parts_of(clock);
     double span = parts.waits + parts.rest;
     if (span <= 0.0)
@@ -172,6 +185,7 @@ static void split_cpu(roast_phase_clock *clock, roast_instant now)
         split_waits_first(clock, span - cpu, &parts);
     else
         split_by_wall(clock, cpu, span, &parts);
+    note_off_cpu(clock, cpu_before);
     memset(clock->window, 0, sizeof clock->window);
     memset(clock->window_codecs, 0, sizeof clock->window_codecs);
     memset(clock->window_waits, 0, sizeof clock->window_waits);
@@ -287,6 +301,40 @@ roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instan
     roast_phase_charge(clock, now);
     clock->stack[0] = (uint8_t)base;
     return ROAST_OK;
+}
+
+bool roast_phase_wants_runq(const roast_phase_clock *clock)
+{
+    if (isnan(clock->runq_read))
+        return false;
+    double off = 0.0;
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++)
+        off += clock->off_since[i];
+    return off >= ROAST_PHASE_RUNQ_INTERVAL;
+}
+
+void roast_phase_add_runq(roast_phase_clock *clock, double runq)
+{
+    if (isnan(runq))
+        return;
+    double delay = isnan(clock->runq_read) ? 0.0 : runq - clock->runq_read;
+    double off = 0.0;
+    int off_phases = 0;
+    for (int i = 0; i < ROAST_PHASE_COUNT; i++) {
+        off += clock->off_since[i];
+        off_phases += clock->off_since[i] > 0.0;
+    }
+    if (delay > 0.0 && off > 0.0) {
+        for (int i = 0; i < ROAST_PHASE_COUNT; i++)
+            clock->cpu_wait[i] += delay * (clock->off_since[i] / off);
+        if (off_phases > 1)
+            clock->runq_bound += delay;
+    } else if (delay > 0.0) { /* off CPU too briefly to show in the clocks: the top's */
+        clock->cpu_wait[roast_phase_top(clock)] += delay;
+    }
+    memset(clock->off_since, 0, sizeof clock->off_since);
+    clock->runq_read = runq;
+    clock->runq_reads++;
 }
 
 roast_status roast_phase_add_codec(roast_phase_clock *clock, int codec, uint64_t bytes_in,

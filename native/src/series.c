@@ -2,8 +2,8 @@
  *
  * Layout. Each worker owns
  *   - a raw block of rc samples stored field after field: time (uint32 ms
- *     since the epoch) | 10 float32 columns | executing (uint16) | last_seen
- *     (uint16 centiseconds before the sample time): 48 bytes per sample;
+ *     since the epoch) | 14 float32 columns | executing (uint16) | last_seen
+ *     (uint16 centiseconds before the sample time): 64 bytes per sample;
  *   - two change lists, memory_limit and nthreads, of (sample number, value)
  *     pairs: a raw sample reports the value of the last change at or before
  *     its number. Numbers rather than times keep two samples taken in the
@@ -35,8 +35,8 @@
  *     repeat until the growth fits; when a pass frees nothing the sample is
  *     dropped and counted.
  *   - Folding grows a bucket array by at most what the cap allows (the
- *     reserve guarantees room for one bucket, 192 bytes) and then shrinks the
- *     raw block by 768 bytes per bucket made; merging and pruning only free.
+ *     reserve guarantees room for one bucket, 240 bytes) and then shrinks the
+ *     raw block by 1,024 bytes per bucket made; merging and pruning only free.
  * So bytes <= cap at every instant, and each pass frees memory or ends. */
 #include "roast/series.h"
 
@@ -46,17 +46,24 @@
 #include <string.h>
 
 const char *const roast_column_names[ROAST_NCOLS] = {
-    "memory",   "memory_limit", "nthreads",  "processing", "executing",
-    "managed",  "occupancy",    "cpu",       "spilled",    "net_read",
-    "net_write", "disk_read",   "disk_write", "last_seen",
+    "memory",     "memory_limit",  "nthreads",  "processing", "executing",  "managed",
+    "occupancy",  "cpu",           "spilled",   "net_read",   "net_write",  "disk_read",
+    "disk_write", "node_cores",    "node_runnable", "node_load", "node_steal", "last_seen",
+};
+
+const roast_column roast_v2_columns[ROAST_V2_NCOLS] = {
+    ROAST_COL_MEMORY,     ROAST_COL_MEMORY_LIMIT, ROAST_COL_NTHREADS,  ROAST_COL_PROCESSING,
+    ROAST_COL_EXECUTING,  ROAST_COL_MANAGED,      ROAST_COL_OCCUPANCY, ROAST_COL_CPU,
+    ROAST_COL_SPILLED,    ROAST_COL_NET_READ,     ROAST_COL_NET_WRITE, ROAST_COL_DISK_READ,
+    ROAST_COL_DISK_WRITE, ROAST_COL_LAST_SEEN,
 };
 
 enum {
     GROUP = 16,                      /* raw samples per new bucket */
-    SAMPLE_BYTES = 48,               /* raw bytes per sample, all fields */
-    RAW_FIELDS = 13,                 /* time, 10 floats, executing, last_seen */
-    FIELD_EXECUTING = 11,
-    FIELD_LAST_SEEN = 12,
+    SAMPLE_BYTES = 64,               /* raw bytes per sample, all fields */
+    RAW_FIELDS = 17,                 /* time, 14 floats, executing, last_seen */
+    FIELD_EXECUTING = 15,
+    FIELD_LAST_SEEN = 16,
     BUCKET_FLOATS = ROAST_COL_LAST_SEEN, /* columns a bucket keeps in float32 */
 };
 
@@ -66,16 +73,21 @@ enum {
 #define RESERVE (sizeof(series_bucket))
 
 /* Byte offset of each raw field per sample of capacity, and its width. */
-static const uint8_t field_off[RAW_FIELDS] = {0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 46};
-static const uint8_t field_size[RAW_FIELDS] = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2};
+static const uint8_t field_off[RAW_FIELDS] = {0,  4,  8,  12, 16, 20, 24, 28, 32,
+                                               36, 40, 44, 48, 52, 56, 60, 62};
+static const uint8_t field_size[RAW_FIELDS] = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2};
 
 /* Raw float field of each column (0 = not a float column). */
 static const uint8_t float_field[ROAST_NCOLS] = {
     [ROAST_COL_MEMORY] = 1,    [ROAST_COL_PROCESSING] = 2, [ROAST_COL_MANAGED] = 3,
     [ROAST_COL_OCCUPANCY] = 4, [ROAST_COL_CPU] = 5,        [ROAST_COL_SPILLED] = 6,
     [ROAST_COL_NET_READ] = 7,  [ROAST_COL_NET_WRITE] = 8,  [ROAST_COL_DISK_READ] = 9,
-    [ROAST_COL_DISK_WRITE] = 10,
+    [ROAST_COL_DISK_WRITE] = 10, [ROAST_COL_NODE_CORES] = 11, [ROAST_COL_NODE_RUNNABLE] = 12,
+    [ROAST_COL_NODE_LOAD] = 13,  [ROAST_COL_NODE_STEAL] = 14,
 };
+
+_Static_assert(sizeof field_off == RAW_FIELDS && sizeof field_size == RAW_FIELDS,
+               "a raw field without its offset or width");
 
 typedef struct series_bucket {
     double seen_min, seen_max, seen_mean; /* last_seen, scheduler clock */

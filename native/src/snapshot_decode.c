@@ -14,6 +14,7 @@ typedef struct snap_dec {
     size_t nids;
     char *err;
     size_t errcap;
+    uint64_t version;
 } snap_dec;
 
 /* Cells (rows.h) in a snapshot: strings are indexes into "strings"; bytes
@@ -143,28 +144,44 @@ static roast_status dec_counters(const msgpack_object *map, roast_agg_report *r,
     return ROAST_OK;
 }
 
+/* The columns of a point of the snapshot's version, in wire order. */
+static int point_columns(const snap_dec *d, roast_column *cols)
+{
+    if (d->version == 2) {
+        memcpy(cols, roast_v2_columns, sizeof roast_v2_columns);
+        return ROAST_V2_NCOLS;
+    }
+    for (int c = 0; c < ROAST_NCOLS; c++)
+        cols[c] = (roast_column)c;
+    return ROAST_NCOLS;
+}
+
 static roast_status dec_point(const snap_dec *d, const msgpack_object *o, roast_str worker,
                               size_t i, roast_series_point *p)
 {
+    roast_column col[ROAST_NCOLS];
+    int ncols = point_columns(d, col);
     size_t n = o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size : 0;
-    if (n != 1 + ROAST_NCOLS && n != 3 + 3 * ROAST_NCOLS)
+    if (n != 1 + (size_t)ncols && n != 3 + 3 * (size_t)ncols)
         return wire_fail(d->err, d->errcap, "snapshot.series[\"%.*s\"][%zu]: expected an array of %d or %d",
-                    (int)worker.len, worker.ptr, i, 1 + ROAST_NCOLS, 3 + 3 * ROAST_NCOLS);
+                    (int)worker.len, worker.ptr, i, 1 + ncols, 3 + 3 * ncols);
     const msgpack_object *v = o->via.array.ptr;
     uint64_t count = 1;
+    for (int c = 0; c < ROAST_NCOLS; c++) /* the columns the version lacks */
+        p->min[c] = p->max[c] = p->mean[c] = NAN;
     bool ok = wire_get_number(&v[0], &p->t_first);
-    if (n == 1 + ROAST_NCOLS) {
+    if (n == 1 + (size_t)ncols) {
         p->t_last = p->t_first;
-        for (int c = 0; c < ROAST_NCOLS && ok; c++) {
-            ok = wire_get_number(&v[1 + c], &p->mean[c]);
-            p->min[c] = p->max[c] = p->mean[c];
+        for (int c = 0; c < ncols && ok; c++) {
+            ok = wire_get_number(&v[1 + c], &p->mean[col[c]]);
+            p->min[col[c]] = p->max[col[c]] = p->mean[col[c]];
         }
     } else {
         ok = ok && wire_get_number(&v[1], &p->t_last) && wire_get_uint(&v[2], &count);
         double *cols[3] = {p->min, p->max, p->mean};
         for (int k = 0; k < 3 && ok; k++)
-            for (int c = 0; c < ROAST_NCOLS && ok; c++)
-                ok = wire_get_number(&v[3 + k * ROAST_NCOLS + c], &cols[k][c]);
+            for (int c = 0; c < ncols && ok; c++)
+                ok = wire_get_number(&v[3 + k * ncols + c], &cols[k][col[c]]);
     }
     if (!ok || count < 1 || count > UINT32_MAX || !(p->t_first <= p->t_last))
         return wire_fail(d->err, d->errcap,
@@ -239,8 +256,9 @@ static roast_status dec_header(snap_dec *d, const msgpack_object **f, double *ta
 static roast_status dec_snapshot(snap_dec *d, const msgpack_object *top, double *taken_at)
 {
     const msgpack_object *f[S_NKEYS];
-    roast_status status =
-        wire_check_version(top, "snapshot", ROAST_SNAPSHOT_VERSION, d->err, d->errcap);
+    roast_status status = wire_check_version(top, "snapshot", ROAST_SNAPSHOT_OLDEST,
+                                             ROAST_SNAPSHOT_VERSION, &d->version, d->err,
+                                             d->errcap);
     if (status == ROAST_OK)
         status = wire_map_fields(top, snapshot_keys, f, S_NKEYS, "snapshot", d->err, d->errcap);
     if (status == ROAST_OK)
@@ -265,7 +283,7 @@ roast_status roast_wire_decode_snapshot(const char *data, size_t len, roast_agg 
     *out = NULL;
     if (!data && len)
         return ROAST_EINVAL;
-    snap_dec d = {NULL, NULL, 0, err, errcap};
+    snap_dec d = {NULL, NULL, 0, err, errcap, ROAST_SNAPSHOT_VERSION};
     double when = 0;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);

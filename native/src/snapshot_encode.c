@@ -1,9 +1,10 @@
 /* snapshot_encode: the aggregator as snapshot bytes, filtered by span and time.
  *
- * Layout (ROAST_SNAPSHOT_VERSION 2); also in docs/architecture.md, "Snapshot
+ * Layout (ROAST_SNAPSHOT_VERSION 3); also in docs/architecture.md, "Snapshot
  * wire layout". A msgpack map with exactly these keys (readers ignore others):
  *
- *   "v"            ROAST_SNAPSHOT_VERSION (2: records carry their span)
+ *   "v"            ROAST_SNAPSHOT_VERSION (2: records carry their span; 3: the node's
+ *                  series columns; version 2 is still read, its points without them)
  *   "taken_at"     number, scheduler clock when encoded
  *   "started"      number, roast_agg_started
  *   "limits"       map {"max_strings", "max_task_rows", "max_digest_rows",
@@ -32,9 +33,9 @@
  *                  "series_samples", "series_folds", "strings",
  *                  "intern_overflows" (uint unless noted)
  *   "series"       map {S worker: [point, ...]} in time order; a point is
- *                  [t, v0 .. v13] (15 numbers) for a single sample, or
- *                  [t_first, t_last, uint count, min0..min13, max0..max13,
- *                   mean0..mean13] (45) for a bucket. Columns in roast_column
+ *                  [t, v0 .. v17] (19 numbers) for a single sample, or
+ *                  [t_first, t_last, uint count, min0..min17, max0..max17,
+ *                   mean0..mean17] (57) for a bucket. Columns in roast_column
  *                  order.
  *
  * Unnamed fields are numbers (any msgpack int or float). Tables list rows in

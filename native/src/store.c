@@ -1,7 +1,7 @@
 /* store: the aggregator as a JSON document (cJSON), written and read back
  * exactly. The layout (also in docs/architecture.md, "State file layout"):
  *
- *   {"format": "roastcoffea-native-state", "version": 2,
+ *   {"format": "roastcoffea-native-state", "version": 3 (2 is still read),
  *    "started": D, "series_epoch": D, "limits": {7 uint, as in the snapshot},
  *    "workers": [[S address, S name, S incarnation, U restarts, D added,
  *                 D removed, U payloads, U payload_bytes, U last_seq,
@@ -357,6 +357,7 @@ typedef struct jr {
     roast_agg *agg;
     char *err;
     size_t errcap;
+    uint64_t version;
 } jr;
 
 /* Picks the named members of an object; see wire.c map_fields. */
@@ -580,22 +581,38 @@ static roast_status read_counters(jr *r, const cJSON *obj, roast_agg_report *rep
     return ROAST_OK;
 }
 
-static bool read_point(const cJSON *arr, roast_series_point *p)
+/* The columns of a point of the document's version, in file order. */
+static int point_columns(const jr *r, roast_column *cols)
 {
+    if (r->version == 2) {
+        memcpy(cols, roast_v2_columns, sizeof roast_v2_columns);
+        return ROAST_V2_NCOLS;
+    }
+    for (int c = 0; c < ROAST_NCOLS; c++)
+        cols[c] = (roast_column)c;
+    return ROAST_NCOLS;
+}
+
+static bool read_point(const jr *r, const cJSON *arr, roast_series_point *p)
+{
+    roast_column col[ROAST_NCOLS];
+    int ncols = point_columns(r, col);
     int n = cJSON_GetArraySize(arr);
-    if (!cJSON_IsArray(arr) || (n != 1 + ROAST_NCOLS && n != 3 + 3 * ROAST_NCOLS))
+    if (!cJSON_IsArray(arr) || (n != 1 + ncols && n != 3 + 3 * ncols))
         return false;
     const cJSON *v = arr->child;
     uint64_t count = 1;
+    for (int c = 0; c < ROAST_NCOLS; c++) /* the columns the version lacks */
+        p->min[c] = p->max[c] = p->mean[c] = NAN;
     if (!get_double(v, &p->t_first))
         return false;
     v = v->next;
-    if (n == 1 + ROAST_NCOLS) {
+    if (n == 1 + ncols) {
         p->t_last = p->t_first;
-        for (int c = 0; c < ROAST_NCOLS; c++, v = v->next) {
-            if (!get_double(v, &p->mean[c]))
+        for (int c = 0; c < ncols; c++, v = v->next) {
+            if (!get_double(v, &p->mean[col[c]]))
                 return false;
-            p->min[c] = p->max[c] = p->mean[c];
+            p->min[col[c]] = p->max[col[c]] = p->mean[col[c]];
         }
     } else {
         if (!get_double(v, &p->t_last) || !get_uint(v->next, &count))
@@ -603,8 +620,8 @@ static bool read_point(const cJSON *arr, roast_series_point *p)
         v = v->next->next;
         double *cols[3] = {p->min, p->max, p->mean};
         for (int k = 0; k < 3; k++)
-            for (int c = 0; c < ROAST_NCOLS; c++, v = v->next)
-                if (!get_double(v, &cols[k][c]))
+            for (int c = 0; c < ncols; c++, v = v->next)
+                if (!get_double(v, &cols[k][col[c]]))
                     return false;
     }
     p->count = (uint32_t)count;
@@ -622,10 +639,12 @@ static roast_status read_worker_series(jr *r, const cJSON *pair, size_t i)
     size_t j = 0;
     for (const cJSON *pt = pair->child->next->child; pt; pt = pt->next, j++) {
         roast_series_point p;
-        if (!read_point(pt, &p))
+        roast_column unused[ROAST_NCOLS];
+        int ncols = point_columns(r, unused);
+        if (!read_point(r, pt, &p))
             return fail(r->err, r->errcap,
                         "state.series[%zu][1][%zu]: expected %d or %d numbers, a count of at least "
-                        "1 and t_first <= t_last", i, j, 1 + ROAST_NCOLS, 3 + 3 * ROAST_NCOLS);
+                        "1 and t_first <= t_last", i, j, 1 + ncols, 3 + 3 * ncols);
         status = roast_series_restore(roast_agg_series(r->agg), worker, &p);
         if (status == ROAST_EINVAL || status == ROAST_EFULL)
             return fail(r->err, r->errcap,
@@ -672,8 +691,9 @@ static roast_status read_header(jr *r, const cJSON *doc, const cJSON **f)
     if (v > ROAST_STORE_VERSION)
         return fail(r->err, r->errcap, "state: version %llu is newer than this build's version %d",
                     (unsigned long long)v, ROAST_STORE_VERSION);
-    if (v != ROAST_STORE_VERSION)
+    if (v < ROAST_STORE_OLDEST)
         return fail(r->err, r->errcap, "state: unknown version %llu", (unsigned long long)v);
+    r->version = v;
     roast_status status = json_fields(doc, doc_keys, f, F_NKEYS, "state", r->err, r->errcap);
     if (status != ROAST_OK)
         return status;
@@ -747,7 +767,7 @@ roast_status roast_store_from_json(const char *json, size_t len, roast_agg **out
             return fail(err, errcap, "state: trailing characters at byte %zu", (size_t)(p - json));
         }
     }
-    jr r = {NULL, err, errcap};
+    jr r = {NULL, err, errcap, ROAST_STORE_VERSION};
     roast_status status = read_doc(&r, doc);
     cJSON_Delete(doc);
     if (status != ROAST_OK) {

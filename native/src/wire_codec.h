@@ -64,9 +64,10 @@ roast_status wire_map_fields(const msgpack_object *map, const char *const *names
                              const msgpack_object **values, size_t n, const char *what,
                              char *err, size_t errcap);
 /* The version is checked before anything else, so that a newer writer's
- * format is reported as such rather than as a missing or mistyped field. */
-roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t expected,
-                                  char *err,
-                                size_t errcap);
+ * format is reported as such rather than as a missing or mistyped field:
+ * versions oldest to expected are read, *found says which (expected when the
+ * map has none: map_fields reports it missing). */
+roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t oldest,
+                                uint64_t expected, uint64_t *found, char *err, size_t errcap);
 
 #endif

@@ -92,10 +92,11 @@ roast_status wire_map_fields(const msgpack_object *map, const char *const *names
 
 /* The version is checked before anything else, so that a newer writer's
  * format is reported as such rather than as a missing or mistyped field. */
-roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t expected,
-                                  char *err, size_t errcap)
+roast_status wire_check_version(const msgpack_object *map, const char *what, uint64_t oldest,
+                                  uint64_t expected, uint64_t *found, char *err, size_t errcap)
 {
     const msgpack_object *v = NULL;
+    *found = expected;
     for (uint32_t k = 0; map->type == MSGPACK_OBJECT_MAP && k < map->via.map.size && !v; k++)
         if (wire_key_is(&map->via.map.ptr[k].key, "v"))
             v = &map->via.map.ptr[k].val;
@@ -107,8 +108,9 @@ roast_status wire_check_version(const msgpack_object *map, const char *what, uin
     if (version > expected)
         return wire_fail(err, errcap, "%s: version %llu is newer than this build's version %llu",
                          what, (unsigned long long)version, (unsigned long long)expected);
-    if (version != expected)
+    if (version < oldest)
         return wire_fail(err, errcap, "%s: unknown version %llu", what, (unsigned long long)version);
+    *found = version;
     return ROAST_OK;
 }
 

@@ -375,6 +375,46 @@ static void test_a_wait_is_charged_to_what_ended_it(void)
     roast_phase_clock_release(&c);
 }
 
+/* The run-queue delay goes to the phases that were off CPU since its last
+ * reading, by their time off CPU; exact for one such phase, bounded otherwise. */
+static void test_the_run_queue_delay_goes_to_the_phases_off_cpu(void)
+{
+    roast_phase_clock c;
+    CHECK(roast_phase_clock_init(&c, OTHER, at(0, 0), 10) == ROAST_OK);
+    c.wait_phases = 1u << READ;
+    double stretch;
+    CHECK(!roast_phase_wants_runq(&c)); /* no first reading: nothing to count from */
+    roast_phase_add_runq(&c, 5.0);      /* the task starts 5 s into the thread's delay */
+    CHECK_EQ_D(sum(c.cpu_wait), 0);
+    CHECK_EQ_U(c.runq_reads, 1);
+    /* interpret 2 s with 0.5 s of CPU: 1.5 s off CPU, 1 s of it waiting for a CPU */
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(0, 0)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(2, 0.5), -1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_wants_runq(&c));
+    roast_phase_add_runq(&c, 6.0);
+    CHECK_EQ_D(c.cpu_wait[INTERPRET], 1);
+    CHECK_EQ_D(c.runq_bound, 0); /* one phase off CPU: exact */
+    CHECK(!roast_phase_wants_runq(&c));
+    /* a read off CPU 1 s and an interpret off CPU 3 s in one window: 2 s of delay
+     * split 1:3, all of it possibly misplaced */
+    CHECK(roast_phase_enter(&c, READ, false, at(2, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(3, ROAST_CPU_UNREAD), -1, &stretch) == ROAST_OK);
+    CHECK(roast_phase_enter(&c, INTERPRET, false, at(3, ROAST_CPU_UNREAD)) == ROAST_OK);
+    CHECK(roast_phase_leave(&c, at(7, 1.5), -1, &stretch) == ROAST_OK);
+    CHECK_EQ_D(c.wall[READ], 1);
+    roast_phase_add_runq(&c, 8.0);
+    CHECK_EQ_D(c.cpu_wait[READ], 0.5);
+    CHECK_EQ_D(c.cpu_wait[INTERPRET], 1 + 1.5);
+    CHECK_EQ_D(c.runq_bound, 2);
+    /* an unreadable delay changes nothing; a delay with no time off CPU is the top's */
+    roast_phase_add_runq(&c, ROAST_RUNQ_UNREAD);
+    CHECK_EQ_U(c.runq_reads, 3);
+    roast_phase_add_runq(&c, 8.25);
+    CHECK_EQ_D(c.cpu_wait[OTHER], 0.25);
+    CHECK_EQ_D(sum(c.cpu_wait), 3.25);
+    roast_phase_clock_release(&c);
+}
+
 int main(void)
 {
     test_stretches_go_to_the_top_phase();
@@ -390,5 +430,6 @@ int main(void)
     test_a_codec_window_is_exact_only_when_it_is_the_codec();
     test_a_window_charges_its_time_off_cpu_to_its_waits_first();
     test_a_wait_is_charged_to_what_ended_it();
+    test_the_run_queue_delay_goes_to_the_phases_off_cpu();
     return check_failures ? 1 : 0;
 }

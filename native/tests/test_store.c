@@ -259,7 +259,7 @@ static void mutate(int which, cJSON *doc)
     cJSON *counters = cJSON_GetObjectItemCaseSensitive(doc, "counters");
     switch (which) {
     case 0: replace(doc, "format", -1, -1, cJSON_CreateString("other-format")); break;
-    case 1: replace(doc, "version", -1, -1, cJSON_CreateNumber(3)); break;
+    case 1: replace(doc, "version", -1, -1, cJSON_CreateNumber(4)); break;
     case 2: replace(doc, "version", -1, -1, cJSON_CreateTrue()); break;
     case 3: replace(doc, "tasks", -1, -1, cJSON_CreateObject()); break;
     case 4: replace(doc, "tasks", 0, 3, cJSON_CreateString("x")); break;
@@ -302,7 +302,7 @@ static void test_refuses_wrong_documents(void)
 {
     static const char *expect[] = {
         "state: not a roastcoffea-native-state document (\"format\" is other-format)",
-        "state: version 3 is newer than this build's version 2",
+        "state: version 4 is newer than this build's version 3",
         "state.version: expected an unsigned integer",
         "state.tasks: expected an array",
         "state.tasks[0][3]: expected an unsigned integer",
@@ -320,7 +320,7 @@ static void test_refuses_wrong_documents(void)
         "state.digests[0][0]: expected a string",
         "state.digests[0][0]: expected a string",
         "state.series[0]: expected [worker, [point, ...]]",
-        "state.series[0][1][0]: expected 15 or 45 numbers",
+        "state.series[0][1][0]: expected 19 or 57 numbers",
         "state.series[0][1][1]: refused by the series store",
         "state.started: expected a finite number",
         "state.series_epoch: expected a number equal to started",
@@ -367,6 +367,66 @@ static void test_refuses_wrong_documents(void)
     roast_agg_free(agg);
 }
 
+/* A version 2 document, from a version 3 one: each point's 14 columns of then. */
+static void to_v2_point(cJSON *point)
+{
+    int n = cJSON_GetArraySize(point), head = n == 1 + ROAST_NCOLS ? 1 : 3;
+    int blocks = head == 1 ? 1 : 3;
+    cJSON *kept = cJSON_CreateArray();
+    for (int i = 0; i < head; i++)
+        cJSON_AddItemToArray(kept, cJSON_Duplicate(cJSON_GetArrayItem(point, i), 1));
+    for (int k = 0; k < blocks; k++)
+        for (int c = 0; c < ROAST_V2_NCOLS; c++)
+            cJSON_AddItemToArray(kept, cJSON_Duplicate(cJSON_GetArrayItem(
+                                           point, head + k * ROAST_NCOLS + roast_v2_columns[c]), 1));
+    while (cJSON_GetArraySize(point))
+        cJSON_DeleteItemFromArray(point, 0);
+    for (cJSON *v = kept->child; v; v = v->next)
+        cJSON_AddItemToArray(point, cJSON_Duplicate(v, 1));
+    cJSON_Delete(kept);
+}
+
+/* A version 2 state file still reads: its columns where they were, the node's NaN. */
+static void test_version_2_reads_its_columns(void)
+{
+    roast_agg *agg = tricky_agg(64 << 10, 5000); /* single samples and buckets */
+    char *text = roast_store_to_json(agg);
+    cJSON *doc = cJSON_Parse(text);
+    replace(doc, "version", -1, -1, cJSON_CreateNumber(2));
+    for (cJSON *pair = cJSON_GetObjectItemCaseSensitive(doc, "series")->child; pair;
+         pair = pair->next)
+        for (cJSON *point = pair->child->next->child; point; point = point->next)
+            to_v2_point(point);
+    char *old = cJSON_Print(doc);
+    /* printed by cJSON too (it rounds some doubles): the two differ only in version */
+    cJSON *same = cJSON_Parse(text);
+    char *reprinted = cJSON_Print(same);
+    roast_agg *back = from_text(old), *now = from_text(reprinted);
+    const roast_series *a = roast_agg_series_const(now), *b = roast_agg_series_const(back);
+    roast_id ids[16];
+    size_t n = roast_series_workers(a, ids, 16);
+    CHECK(n > 0 && n == roast_series_workers(b, NULL, 0));
+    for (size_t w = 0; w < n; w++)
+        for (size_t i = 0; i < roast_series_points(a, ids[w]); i++) {
+            roast_series_point p, q;
+            roast_series_point_at(a, ids[w], i, &p);
+            roast_series_point_at(b, ids[w], i, &q);
+            for (int c = 0; c < ROAST_V2_NCOLS; c++) {
+                int col = roast_v2_columns[c];
+                CHECK(memcmp(&q.mean[col], &p.mean[col], sizeof(double)) == 0);
+            }
+            CHECK(isnan(q.min[ROAST_COL_NODE_CORES]) && isnan(q.mean[ROAST_COL_NODE_LOAD]));
+        }
+    roast_agg_free(back);
+    roast_agg_free(now);
+    free(old);
+    free(reprinted);
+    cJSON_Delete(same);
+    cJSON_Delete(doc);
+    free(text);
+    roast_agg_free(agg);
+}
+
 int main(void)
 {
     RUN(test_round_trip_exact);
@@ -374,5 +434,6 @@ int main(void)
     RUN(test_empty_agg);
     RUN(test_files);
     RUN(test_refuses_wrong_documents);
+    RUN(test_version_2_reads_its_columns);
     return CHECK_DONE();
 }

@@ -829,14 +829,14 @@ static void snapshot_mutate(int which, msgpack_object *top)
 static void test_snapshot_malformed(void)
 {
     static const char *expect[] = {
-        "snapshot: version 7 is newer than this build's version 2",
+        "snapshot: version 7 is newer than this build's version 3",
         "snapshot: missing key \"series\"",
         "snapshot.strings[1]: expected a string",
         "snapshot.tasks[0]: expected an array of 11",
         "snapshot.tasks[1][2]: expected a string index",
         "snapshot.tasks[0][3]: expected an unsigned integer",
         "snapshot.workers[1][3]: expected an unsigned 32-bit integer",
-        "snapshot.series[\"tcp://a:1\"][0]: expected an array of 15 or 45",
+        "snapshot.series[\"tcp://a:1\"][0]: expected an array of 19 or 57",
         "snapshot.series[\"tcp://a:1\"][1]: refused by the series store",
         "snapshot.series: key 0 is not a string index",
         "snapshot.workers[1]: beyond the snapshot's own limits",
@@ -875,6 +875,66 @@ static void test_snapshot_malformed(void)
     roast_agg_free(agg);
 }
 
+/* A version 2 point, from a version 3 one: its 14 columns (the node's four left out). */
+static void to_v2_point(msgpack_object *point)
+{
+    msgpack_object *v = point->via.array.ptr;
+    uint32_t head = point->via.array.size == 1 + ROAST_NCOLS ? 1 : 3;
+    uint32_t blocks = head == 1 ? 1 : 3, out = head;
+    for (uint32_t k = 0; k < blocks; k++)
+        for (int c = 0; c < ROAST_V2_NCOLS; c++)
+            v[out++] = v[head + k * ROAST_NCOLS + roast_v2_columns[c]];
+    point->via.array.size = out;
+}
+
+static void to_v2(int which, msgpack_object *top)
+{
+    (void)which;
+    *get_key(top, "v") = obj_uint(2);
+    msgpack_object *series = get_key(top, "series");
+    for (uint32_t w = 0; w < series->via.map.size; w++) {
+        msgpack_object *points = &series->via.map.ptr[w].val;
+        for (uint32_t i = 0; i < points->via.array.size; i++)
+            to_v2_point(at(points, i));
+    }
+}
+
+/* A version 2 snapshot still reads: its columns where they were, the node's NaN. */
+static void test_snapshot_of_version_2_reads_its_columns(void)
+{
+    roast_agg *agg = rich_agg(1 << 20, 4);
+    roast_buf buf = {0};
+    CHECK(roast_wire_encode_snapshot(agg, NULL, 1.0, &buf) == ROAST_OK);
+    size_t len;
+    char *old = mutated(&buf, to_v2, 0, &len);
+    roast_agg *back = NULL, *now = NULL;
+    CHECK(roast_wire_decode_snapshot(old, len, &back, NULL, NULL, 0) == ROAST_OK);
+    CHECK(roast_wire_decode_snapshot(buf.data, buf.len, &now, NULL, NULL, 0) == ROAST_OK);
+    const roast_series *a = roast_agg_series_const(now), *b = roast_agg_series_const(back);
+    roast_id ids[8];
+    size_t n = roast_series_workers(a, ids, 8);
+    CHECK(n > 0 && n == roast_series_workers(b, NULL, 0));
+    for (size_t w = 0; w < n; w++) {
+        CHECK_EQ_U(roast_series_points(b, ids[w]), roast_series_points(a, ids[w]));
+        for (size_t i = 0; i < roast_series_points(a, ids[w]); i++) {
+            roast_series_point p, q;
+            roast_series_point_at(a, ids[w], i, &p);
+            roast_series_point_at(b, ids[w], i, &q);
+            for (int c = 0; c < ROAST_V2_NCOLS; c++) {
+                int col = roast_v2_columns[c];
+                CHECK(same_bits(q.mean[col], p.mean[col]));
+                CHECK(same_bits(q.max[col], p.max[col]));
+            }
+            CHECK(isnan(q.mean[ROAST_COL_NODE_RUNNABLE]) && isnan(q.max[ROAST_COL_NODE_STEAL]));
+        }
+    }
+    roast_agg_free(now);
+    roast_agg_free(back);
+    free(old);
+    roast_buf_free(&buf);
+    roast_agg_free(agg);
+}
+
 static void test_snapshot_filter_invalid(void)
 {
     roast_agg *agg = roast_agg_new(NULL, 0);
@@ -901,5 +961,6 @@ int main(void)
     RUN(test_snapshot_truncated_everywhere);
     RUN(test_snapshot_malformed);
     RUN(test_snapshot_filter_invalid);
+    RUN(test_snapshot_of_version_2_reads_its_columns);
     return CHECK_DONE();
 }

@@ -13,7 +13,11 @@
  * the analysis. */
 #include "../roastpy.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "roast/phases.h"
 
@@ -120,6 +124,64 @@ static roast_instant clocks_now(void)
     return (roast_instant){wall, cpu_now()};
 }
 
+/* The calling thread's /proc/thread-self/schedstat, opened once per thread
+ * (-1: not open yet or unreadable) and closed when the thread ends. */
+static pthread_key_t schedstat_key;
+static pthread_once_t schedstat_once = PTHREAD_ONCE_INIT;
+static _Thread_local int schedstat_fd = -1;
+static _Thread_local bool schedstat_tried;
+
+static void schedstat_close(void *fd)
+{
+    close((int)(intptr_t)fd - 1);
+}
+
+static void schedstat_key_create(void)
+{
+    if (pthread_key_create(&schedstat_key, schedstat_close) != 0)
+        schedstat_key = (pthread_key_t)-1;
+}
+
+static int schedstat_open(void)
+{
+    schedstat_tried = true;
+    pthread_once(&schedstat_once, schedstat_key_create);
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && pthread_setspecific(schedstat_key, (void *)(intptr_t)(fd + 1)) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The thread's run-queue delay in seconds: the time it was runnable and waiting
+ * for a CPU, the second field of its schedstat (nanoseconds). One pread of an
+ * open file; ROAST_RUNQ_UNREAD where the kernel keeps no schedstat. */
+static double runq_now(void)
+{
+    if (!schedstat_tried)
+        schedstat_fd = schedstat_open();
+    if (schedstat_fd < 0)
+        return ROAST_RUNQ_UNREAD;
+    char text[96];
+    ssize_t n = pread(schedstat_fd, text, sizeof text - 1, 0);
+    if (n <= 0)
+        return ROAST_RUNQ_UNREAD;
+    text[n] = '\0';
+    char *end;
+    strtoull(text, &end, 10); /* the time on a CPU */
+    unsigned long long delay = strtoull(end, &end, 10);
+    return end == text ? ROAST_RUNQ_UNREAD : (double)delay * 1e-9;
+}
+
+/* After a switch that read the CPU clock: the run-queue delay too, when the
+ * time off CPU since its last reading makes it worth one (roast/phases.h). */
+static void read_runq_if_wanted(roast_phase_clock *clock, roast_instant now)
+{
+    if (!isnan(now.cpu) && roast_phase_wants_runq(clock))
+        roast_phase_add_runq(clock, runq_now());
+}
+
 static const roast_instant no_instant = {0.0, 0.0};
 
 /* The index of name in strs; -1 with ValueError (not a what) for anything else. */
@@ -155,6 +217,7 @@ static void task_enter(TaskPhases *task, int phase, bool opaque, bool may_wait)
     }
     if (roast_phase_enter(clock, phase, opaque, now) != ROAST_OK)
         task->errors++;
+    read_runq_if_wanted(clock, now);
 }
 
 /* The clocks to leave the top phase at: none when the leave does not switch,
@@ -174,8 +237,10 @@ static roast_instant leaving_now(const roast_phase_clock *clock)
 static double task_leave(TaskPhases *task, int codec)
 {
     double stretch;
-    if (roast_phase_leave(&task->clock, leaving_now(&task->clock), codec, &stretch) != ROAST_OK)
+    roast_instant now = leaving_now(&task->clock);
+    if (roast_phase_leave(&task->clock, now, codec, &stretch) != ROAST_OK)
         task->errors++;
+    read_runq_if_wanted(&task->clock, now);
     return stretch;
 }
 
@@ -183,8 +248,10 @@ static double task_leave(TaskPhases *task, int codec)
 static void task_leave_as(TaskPhases *task, int phase)
 {
     double stretch;
-    if (roast_phase_leave_as(&task->clock, leaving_now(&task->clock), phase, &stretch) != ROAST_OK)
+    roast_instant now = leaving_now(&task->clock);
+    if (roast_phase_leave_as(&task->clock, now, phase, &stretch) != ROAST_OK)
         task->errors++;
+    read_runq_if_wanted(&task->clock, now);
 }
 
 /* ---- TaskPhases ------------------------------------------------------------ */
@@ -216,6 +283,7 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return roastpy_raise(st, NULL);
     }
     task->clock.wait_phases = 1u << PHASE_READ; /* and the opaque calls: open, output */
+    roast_phase_add_runq(&task->clock, runq_now());
     return (PyObject *)task;
 }
 
@@ -268,7 +336,9 @@ static PyObject *task_rebase(TaskPhases *task, PyObject *name)
     int phase = phase_index(name);
     if (phase < 0)
         return NULL;
-    roast_phase_rebase(&task->clock, phase, clocks_now());
+    roast_instant now = clocks_now();
+    roast_phase_rebase(&task->clock, phase, now);
+    read_runq_if_wanted(&task->clock, now);
     Py_RETURN_NONE;
 }
 
@@ -276,6 +346,7 @@ static PyObject *task_close(TaskPhases *task, PyObject *unused)
 {
     (void)unused;
     roast_phase_charge(&task->clock, clocks_now());
+    roast_phase_add_runq(&task->clock, runq_now());
     return PyFloat_FromDouble(task->clock.last - task->started);
 }
 
@@ -375,6 +446,15 @@ static PyObject *task_add_helper(TaskPhases *task, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* The run-queue delay per phase; None where the kernel keeps no schedstat. */
+static PyObject *task_get_cpu_wait(TaskPhases *task, void *closure)
+{
+    (void)closure;
+    if (isnan(task->clock.runq_read))
+        Py_RETURN_NONE;
+    return seconds_dict(task->clock.cpu_wait);
+}
+
 static PyObject *task_get_helper_wall(TaskPhases *task, void *closure)
 {
     (void)closure;
@@ -430,6 +510,10 @@ static PyGetSetDef task_getset[] = {
      NULL},
     {"codecs", (getter)task_get_codecs, NULL,
      "Per codec used: [wall, cpu, compressed bytes in, bytes out], a new dict.", NULL},
+    {"cpu_wait", (getter)task_get_cpu_wait, NULL,
+     "Seconds per phase the thread was runnable, waiting for a CPU (the kernel's run-queue "
+     "delay), a new dict; None where the kernel keeps no schedstat.",
+     NULL},
     {"helper_wall", (getter)task_get_helper_wall, NULL,
      "Wall seconds per phase of the task's work on helper threads, a new dict.", NULL},
     {"helper_cpu", (getter)task_get_helper_cpu, NULL,
@@ -459,6 +543,11 @@ static PyMemberDef task_members[] = {
     {"cpu_split_bound", T_DOUBLE, offsetof(TaskPhases, clock.split_bound), READONLY,
      "Seconds the thread was off CPU in windows between CPU clock reads that several phases "
      "or codecs shared (their CPU split by wall): bounds the error of each phase's CPU."},
+    {"cpu_wait_bound", T_DOUBLE, offsetof(TaskPhases, clock.runq_bound), READONLY,
+     "Seconds of run-queue delay split over several phases that were off CPU between two "
+     "of its readings: bounds the error of each phase's cpu_wait."},
+    {"runq_reads", T_ULONGLONG, offsetof(TaskPhases, clock.runq_reads), READONLY,
+     "Readings of the run-queue delay (the task's start and end, and after waits)."},
     {"started", T_DOUBLE, offsetof(TaskPhases, started), READONLY,
      "When the clock started (perf_counter seconds)."},
     {"read_bytes", T_LONGLONG, offsetof(TaskPhases, read_bytes), 0,

@@ -24,10 +24,14 @@ PHASE_OF_ACTIVITY = {PHASE_ACTIVITY.format(p): p for p in PHASES}
 TASKS_ACTIVITY, OUTPUTS_ACTIVITY, CLOCK_ACTIVITY = "phase-tasks", "phase-outputs", "phase-clock"
 #: Activity counting the calls the measured tasks' executors ran on helper threads.
 HELPERS_ACTIVITY = "phase-helpers"
+#: Activity counting the measured tasks whose run-queue delay was read (Linux's schedstat).
+CPU_WAIT_TASKS_ACTIVITY = "phase-cpu-wait-tasks"
 #: Units (never Dask's "seconds": those are subtracted from the task's thread time).
-WALL, CPU, BYTES, COMPRESSED, COUNT = (
+#: CPU_WAIT: the time a phase's thread was runnable, waiting for a CPU (its run-queue delay).
+WALL, CPU, CPU_WAIT, BYTES, COMPRESSED, COUNT = (
     "wall-seconds",
     "cpu-seconds",
+    "cpu-wait-seconds",
     "bytes",
     "compressed-bytes",
     "count",
@@ -44,9 +48,9 @@ def is_phase_activity(activity: str) -> bool:
 
 
 #: Where a task's digests go in its fine metrics: whether its output was measured,
-#: the names of the codecs it decompressed with and the phases its helper threads
-#: ran (each in the order of its values).
-Layout = tuple[bool, tuple[str, ...], tuple[str, ...]]
+#: the names of the codecs it decompressed with, the phases its helper threads ran (each
+#: in the order of its values), and whether its run-queue delay was measured.
+Layout = tuple[bool, tuple[str, ...], tuple[str, ...], bool]
 #: A task's fine metrics: its layout and a value per label of :func:`digest_labels`.
 PhaseDigests = tuple[Layout, list[float]]
 #: Layouts whose labels are remembered (a worker sees a handful); beyond, forgotten.
@@ -64,7 +68,7 @@ def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
     labels = _LABELS.get(layout)
     if labels is not None:
         return labels
-    output_measured, codec_names, helper_phases = layout
+    output_measured, codec_names, helper_phases, cpu_wait = layout
     built: list[tuple[str, str]] = []
     for phase in PHASES:
         if phase != "output" or output_measured:
@@ -81,6 +85,11 @@ def digest_labels(layout: Layout) -> tuple[tuple[str, str], ...]:
         built += ((HELPER_ACTIVITY.format(phase), WALL), (HELPER_ACTIVITY.format(phase), CPU))
     if helper_phases:
         built.append((HELPERS_ACTIVITY, COUNT))
+    if cpu_wait:
+        for phase in PHASES:
+            if phase != "output" or output_measured:
+                built.append((PHASE_ACTIVITY.format(phase), CPU_WAIT))
+        built += ((CLOCK_ACTIVITY, CPU_WAIT), (CPU_WAIT_TASKS_ACTIVITY, COUNT))
     if len(_LABELS) >= MAX_LAYOUTS:
         _LABELS.clear()
     labels = _LABELS[layout] = tuple(built)

@@ -25,7 +25,18 @@
  * split_bound totals, per window, how much of the off-CPU time the split may
  * have put on the wrong phase (or codec) had the thread instead been
  * preempted, which bounds the error of each phase's (and codec's) CPU. The
- * phases' CPU always adds up to the CPU the clock ran. */
+ * phases' CPU always adds up to the CPU the clock ran.
+ *
+ * A phase's time off CPU is split into its causes with the thread's run-queue
+ * delay (the kernel's, /proc/thread-self/schedstat): the time it was runnable
+ * and waiting for a CPU. The caller reads it where the clock starts and ends,
+ * and after a CPU read once the time off CPU since the last delay reading
+ * reaches ROAST_PHASE_RUNQ_INTERVAL (roast_phase_wants_runq): a thread that
+ * stays on its CPU reads it twice per task. The delay since the last reading
+ * goes to the phases that were off CPU meanwhile, in proportion to their time
+ * off CPU: exact when one phase was, and runq_bound totals what may have gone
+ * to the wrong phase otherwise. The rest of a phase's time off CPU is time
+ * blocked (I/O, locks, sleeps). */
 #ifndef ROAST_PHASES_H
 #define ROAST_PHASES_H
 
@@ -54,6 +65,11 @@ typedef struct roast_instant {
 /* The interval at the start of a call that may wait, and the shortest
  * waiting stretch whose end reads the CPU clock (at most cpu_interval). */
 #define ROAST_PHASE_WAIT_INTERVAL 50e-6
+/* Seconds off CPU, since the last reading of the run-queue delay, that make
+ * the next CPU read also read it. */
+#define ROAST_PHASE_RUNQ_INTERVAL 200e-6
+/* A run-queue delay that was not read (or cannot be, on this system). */
+#define ROAST_RUNQ_UNREAD NAN
 
 /* One codec's decompressions in a task: their stretches and bytes. */
 typedef struct roast_codec_totals {
@@ -75,6 +91,11 @@ typedef struct roast_phase_clock {
                              it may also in every opaque call */
     double split_bound; /* off-CPU seconds the split may have misplaced (see above) */
     uint64_t cpu_reads; /* reads of the CPU clock, the first included */
+    double cpu_wait[ROAST_PHASE_COUNT]; /* run-queue delay charged per phase */
+    double off_since[ROAST_PHASE_COUNT]; /* off-CPU seconds per phase since runq_read */
+    double runq_read;   /* the run-queue delay at its last reading (ROAST_RUNQ_UNREAD: none) */
+    double runq_bound;  /* run-queue seconds the split over phases may have misplaced */
+    uint64_t runq_reads; /* readings of the run-queue delay, the first included */
     uint8_t *stack;     /* entered phases, each with ROAST_PHASE_OPAQUE when opaque; */
     uint32_t depth;     /* stack[0] is the base phase, never left */
     uint32_t cap;
@@ -141,6 +162,14 @@ double roast_phase_charge(roast_phase_clock *clock, roast_instant now);
 /* Charges the stretch so far, then charges time outside every entered phase
  * to base from now on. EINVAL for a phase out of range. */
 roast_status roast_phase_rebase(roast_phase_clock *clock, int base, roast_instant now);
+
+/* Whether the caller, having just passed a CPU reading, should read the
+ * run-queue delay and pass it to roast_phase_add_runq. */
+bool roast_phase_wants_runq(const roast_phase_clock *clock);
+/* Takes a reading of the thread's cumulative run-queue delay (seconds): the
+ * delay since the last one goes to the phases off CPU meanwhile (see above).
+ * The first reading only starts the count; NAN (unreadable) changes nothing. */
+void roast_phase_add_runq(roast_phase_clock *clock, double runq);
 
 /* Counts one decompression by codec (compressed bytes in, bytes out; its
  * time came with its leave). EINVAL for a codec out of range. */

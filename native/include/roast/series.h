@@ -11,7 +11,7 @@
  * since the store's epoch, memory_limit and nthreads as change points (they
  * almost never change), executing as uint16, last_seen as uint16 centiseconds
  * before the sample time (saturating at 655.34 s), every other column as
- * float32 (relative precision 6e-8). That is 48 bytes per worker-sample.
+ * float32 (relative precision 6e-8). That is 64 bytes per worker-sample.
  * executing is rounded and clamped to 0..65534; in both uint16 columns 65535
  * marks NaN, so NaN survives in every column.
  *
@@ -38,12 +38,20 @@ typedef enum roast_column {
     ROAST_COL_NET_WRITE,    /* host_net_io write_bps, bytes/s */
     ROAST_COL_DISK_READ,    /* host_disk_io read_bps, bytes/s */
     ROAST_COL_DISK_WRITE,   /* host_disk_io write_bps, bytes/s */
+    ROAST_COL_NODE_CORES,    /* the node's online CPUs, ws.metrics["roastcoffea-node"] */
+    ROAST_COL_NODE_RUNNABLE, /* the node's runnable threads (procs_running), same */
+    ROAST_COL_NODE_LOAD,     /* the node's 1-minute load average, same */
+    ROAST_COL_NODE_STEAL,    /* percent of the node's CPU time stolen by its host, same */
     ROAST_COL_LAST_SEEN,    /* ws.last_seen, scheduler clock seconds */
     ROAST_NCOLS
 } roast_column;
 
 /* Column names as used on the wire and in Python ("memory", ...). */
 extern const char *const roast_column_names[ROAST_NCOLS];
+/* The columns of the version 2 wire formats (the node's four came with version 3),
+ * in order: a point of version 2 has these, the others read as NaN. */
+#define ROAST_V2_NCOLS 14
+extern const roast_column roast_v2_columns[ROAST_V2_NCOLS];
 
 /* One observation of one worker. NaN marks a value the worker did not report. */
 typedef struct roast_sample {

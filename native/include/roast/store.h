@@ -17,7 +17,8 @@
 #include "roast/common.h"
 
 #define ROAST_STORE_FORMAT "roastcoffea-native-state"
-#define ROAST_STORE_VERSION 2 /* 2: records carry their span */
+#define ROAST_STORE_VERSION 3 /* 2: records carry their span; 3: the node's series columns */
+#define ROAST_STORE_OLDEST 2  /* the oldest read: its points have ROAST_V2_NCOLS columns */
 
 /* Returns a malloc'd NUL-terminated JSON text (free with free()), or NULL on
  * ENOMEM. */

@@ -32,7 +32,9 @@
 /* Versions of the two formats: a worker payload, and a snapshot (2: records
  * carry the span of the task that made them). */
 #define ROAST_PAYLOAD_VERSION 1
-#define ROAST_SNAPSHOT_VERSION 2
+#define ROAST_SNAPSHOT_VERSION 3
+/* The oldest snapshot read: version 2 has the 14 series columns before the node's. */
+#define ROAST_SNAPSHOT_OLDEST 2
 #define ROAST_WIRE_MAX_BYTES ((size_t)1 << 30)
 
 /* A growable byte buffer owned by the caller; free with roast_buf_free.

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple, TypedDict, TypeGuard
 #: Name of both plugins, and of the worker's metric in ``worker.metrics`` /
 #: ``ws.metrics`` that carries its heartbeat payload.
 PLUGIN_NAME = "roastcoffea"
+#: The worker's metric carrying its node's view (:class:`NodeReading`).
+NODE_METRIC = "roastcoffea-node"
 
 #: Scheduler RPC handlers (:class:`~roastcoffea.plugin.RoastPlugin`).
 OPEN_HANDLER = "roastcoffea_open"
@@ -99,25 +101,24 @@ class ChunkTotals(NamedTuple):
         return cls(dataset, events, nbytes, duration)
 
 
+#: Where a task's digest values go: whether its output was measured, its codecs, its
+#: helper threads' phases, whether its run-queue delay was measured
+#: (:data:`roastcoffea.phase_vocabulary.Layout`).
+Layout = tuple[bool, tuple[str, ...], tuple[str, ...], bool]
+
+
 class PhaseEntry(NamedTuple):
     """One task's phase digests: values in the order of the labels of its layout.
 
-    The layout is ``(output_measured, codecs, helpers)``;
-    :func:`roastcoffea.phase_vocabulary.digest_labels` turns it into the
+    :func:`roastcoffea.phase_vocabulary.digest_labels` turns the layout into the
     ``(activity, unit)`` label of each value, kept once per layout on both ends.
     """
 
     span: str
     prefix: str
-    output_measured: bool
-    codecs: tuple[str, ...]
-    helpers: tuple[str, ...]
+    layout: Layout
     values: Sequence[float]
     dataset: str | None  # the work item's, for the per-dataset views
-
-    @property
-    def layout(self) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
-        return (self.output_measured, self.codecs, self.helpers)
 
     @classmethod
     def from_wire(cls, entry: object) -> PhaseEntry:
@@ -126,28 +127,25 @@ class PhaseEntry(NamedTuple):
         Raises
         ------
         ValueError
-            If ``entry`` is not a list of 7 of the types above (the values' count is
-            the aggregator's to check against the labels).
+            If ``entry`` is not ``[span, prefix, [output measured, [codec, ...],
+            [helper phase, ...], run-queue delay measured], [value, ...], dataset]``
+            (the values' count is the aggregator's to check against the labels).
         """
-        if not isinstance(entry, (list, tuple)) or len(entry) != 7:
-            raise ValueError(f"a phase entry is a list of 7, not {entry!r:.100}")
-        span, prefix, output_measured, codecs, helpers, values, dataset = entry
+        if not isinstance(entry, (list, tuple)) or len(entry) != 5:
+            raise ValueError(f"a phase entry is a list of 5, not {entry!r:.100}")
+        span, prefix, layout, values, dataset = entry
         if not (isinstance(span, str) and isinstance(prefix, str)):
             raise ValueError("a phase entry's span and prefix are str")
+        if not (isinstance(layout, (list, tuple)) and len(layout) == 4):
+            raise ValueError("a phase entry's layout is a list of 4")
+        output_measured, codecs, helpers, cpu_wait = layout
         for name, names in (("codecs", codecs), ("helpers", helpers)):
             if not (isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)):
                 raise ValueError(f"a phase entry's {name} are a list of str")
         if not isinstance(values, (list, tuple)):
             raise ValueError("a phase entry's values are a list of numbers")
-        return cls(
-            span,
-            prefix,
-            bool(output_measured),
-            tuple(codecs),
-            tuple(helpers),
-            values,
-            dataset if isinstance(dataset, str) else None,
-        )
+        checked = (bool(output_measured), tuple(codecs), tuple(helpers), bool(cpu_wait))
+        return cls(span, prefix, checked, values, dataset if isinstance(dataset, str) else None)
 
 
 class RecordBatch(TypedDict, total=False):
@@ -160,6 +158,17 @@ class RecordBatch(TypedDict, total=False):
     span: str
     chunks: list[ChunkTotals]
     phases: list[PhaseEntry]
+
+
+class NodeReading(TypedDict):
+    """The node a worker runs on, at its heartbeat (``ws.metrics[NODE_METRIC]``): its online
+    cores, runnable threads, 1-minute load and the percent of its CPU time stolen by its
+    host since the previous heartbeat; None for what the node does not tell."""
+
+    cores: float | None
+    runnable: float | None
+    load: float | None
+    steal_percent: float | None
 
 
 class FinalState(TypedDict):

@@ -7,7 +7,12 @@ import math
 from typing import Any
 
 from roastcoffea._native import SERIES_COLUMNS
-from roastcoffea.plugin.protocol import PLUGIN_NAME, UNMONITORED, WORKER_STATE_HANDLER
+from roastcoffea.plugin.protocol import (
+    NODE_METRIC,
+    PLUGIN_NAME,
+    UNMONITORED,
+    WORKER_STATE_HANDLER,
+)
 
 #: Series columns, in the order of ``roast_column`` in native/include/roast/series.h.
 COLUMNS: tuple[str, ...] = SERIES_COLUMNS
@@ -37,11 +42,13 @@ def worker_values(ws: Any) -> tuple[float | None, ...]:
     Returns
     -------
     tuple
-        14 numbers; None where the worker has not reported the value (the
+        18 numbers; None where the worker has not reported the value (the
         aggregator stores NaN, shown as "not measured", never as 0).
     """
     metrics = ws.metrics if isinstance(ws.metrics, dict) else {}
     executing = getattr(ws, "executing", None)
+    node = metrics.get(NODE_METRIC)
+    node = node if isinstance(node, dict) else {}
     return (
         _number(metrics.get("memory")),
         _number(ws.memory_limit),
@@ -56,6 +63,10 @@ def worker_values(ws: Any) -> tuple[float | None, ...]:
         _nested(metrics, "host_net_io", "write_bps"),
         _nested(metrics, "host_disk_io", "read_bps"),
         _nested(metrics, "host_disk_io", "write_bps"),
+        _number(node.get("cores")),
+        _number(node.get("runnable")),
+        _number(node.get("load")),
+        _number(node.get("steal_percent")),
         _number(ws.last_seen),
     )
 

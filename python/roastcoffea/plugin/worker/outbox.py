@@ -356,9 +356,8 @@ def _complete_requests(record: dict[str, Any], source: Any) -> None:
 def _phase_entry(digests: TaskDigests, dataset: Any) -> PhaseEntry:
     """A task's phase digests as the record message carries them, with the dataset of its
     phase record (None without one)."""
-    (span, prefix), ((output_measured, codecs, helpers), values) = digests
-    dataset = dataset if isinstance(dataset, str) else None
-    return PhaseEntry(span, prefix, output_measured, codecs, helpers, values, dataset)
+    (span, prefix), (layout, values) = digests
+    return PhaseEntry(span, prefix, layout, values, dataset if isinstance(dataset, str) else None)
 
 
 def _unencodable_field(record: dict[str, Any]) -> str | None:

@@ -41,11 +41,12 @@ def digest_task_phases(task: TaskPhases) -> None:
     ran = task.close()
     elapsed = time.time() - started if isinstance(started, float) else ran
     wall, cpu, codecs = task.wall, task.cpu, task.codecs  # each a new dict: read once
+    cpu_wait = task.cpu_wait
     wall["other"] = max(elapsed - sum(wall[p] for p in PHASES if p != "other"), 0.0)
-    digests = phase_digests(task, wall, cpu, codecs)
+    digests = phase_digests(task, wall, cpu, codecs, cpu_wait)
     running = running_task()
     if running.plugin is not None and hasattr(running.plugin, "add_phases"):
-        record = phase_record(task, wall, cpu, codecs, started, elapsed)
+        record = phase_record(task, wall, cpu, codecs, cpu_wait, started, elapsed)
         if running.plugin.add_phases(running.key, record, digests):
             return  # the plugin sums the digests when the task ends
     layout, values = digests
@@ -59,6 +60,7 @@ def phase_digests(
     wall: dict[str, float],
     cpu: dict[str, float],
     codecs: dict[str, list[float]],
+    cpu_wait: dict[str, float] | None,
 ) -> PhaseDigests:
     """The fine metrics of a task's phases, its ``other`` closed: the values, in the order
     of the ``(activity, unit)`` labels of its layout
@@ -83,7 +85,12 @@ def phase_digests(
         for phase in helpers:
             values += (helper_wall[phase], helper_cpu[phase])
         values.append(task.helper_runs)
-    return (task.output_measured, tuple(codecs), helpers), values
+    if cpu_wait is not None:
+        for phase in PHASES:
+            if phase != "output" or task.output_measured:
+                values.append(cpu_wait[phase])
+        values += (task.cpu_wait_bound, 1)
+    return (task.output_measured, tuple(codecs), helpers, cpu_wait is not None), values
 
 
 def helper_phases(task: TaskPhases) -> tuple[str, ...]:
@@ -100,6 +107,7 @@ def phase_record(
     wall: dict[str, float],
     cpu: dict[str, float],
     codecs: dict[str, list[float]],
+    cpu_wait: dict[str, float] | None,
     started: float | None,
     elapsed: float,
 ) -> dict[str, Any]:
@@ -117,6 +125,9 @@ def phase_record(
         "elapsed": elapsed,
         "wall": {p: (output if p == "output" else wall[p]) for p in PHASES},
         "cpu": {p: (None if p == "output" and output is None else cpu[p]) for p in PHASES},
+        "cpu_wait": None
+        if cpu_wait is None
+        else {p: (None if p == "output" and output is None else cpu_wait[p]) for p in PHASES},
         "read_bytes": task.read_bytes,
         "codecs": codecs,
         "helpers": _helpers(task),

@@ -5,7 +5,8 @@ mechanisms (never a worker extension or a batched-stream op: those close the
 worker when the scheduler does not know them):
 
 * ``worker.metrics["roastcoffea"]``, a callable Dask runs at every heartbeat,
-  whose bytes reach the scheduler as ``ws.metrics["roastcoffea"]``;
+  whose bytes reach the scheduler as ``ws.metrics["roastcoffea"]``, and
+  ``worker.metrics["roastcoffea-node"]``, the node's cores, load and steal (:mod:`.node`);
 * ``worker.handlers["roastcoffea_worker_state"]``, an RPC handler that answers
   with the full cumulative state (used by flushes and after missed payloads).
 
@@ -34,6 +35,7 @@ from roastcoffea.instrument.running import set_lookup
 from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES, PhaseDigests
 from roastcoffea.plugin.protocol import (
     FINAL_STATE_TOPIC,
+    NODE_METRIC,
     PLACED_ANNOTATION,
     PLUGIN_NAME,
     WORKER_STATE_HANDLER,
@@ -41,6 +43,7 @@ from roastcoffea.plugin.protocol import (
     FinalState,
 )
 from roastcoffea.plugin.task import running_task
+from roastcoffea.plugin.worker.node import NodeView
 from roastcoffea.plugin.worker.outbox import RUNNING_STATES, Outbox
 from roastcoffea.plugin.worker.phase_sums import PhaseSums
 from roastcoffea.plugin.worker.phases import digest_task_phases
@@ -125,6 +128,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         self._phase_sums = PhaseSums(self._count)
         self._processor_tasks = ProcessorTasks(self._count)
         self._outbox = Outbox(None, self._count, self._phase_sums.add)
+        self._node = NodeView()
         #: Why the phase hooks are not installed, or None when they are.
         self.phase_hooks_error: str | None = "not set up on a worker"
 
@@ -149,6 +153,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             sent_apart=ACTIVITY_PREFIXES,
         )
         worker.metrics[PLUGIN_NAME] = self._payload
+        worker.metrics[NODE_METRIC] = self._node
         worker.handlers[WORKER_STATE_HANDLER] = self._full_state
         set_lookup(running_task)
         if not self.phases:
@@ -184,6 +189,8 @@ class RoastWorkerPlugin(WorkerPlugin):
                 logger.debug("roastcoffea final state not sent", exc_info=True)
         if worker.metrics.get(PLUGIN_NAME) == self._payload:
             del worker.metrics[PLUGIN_NAME]
+        if worker.metrics.get(NODE_METRIC) is self._node:
+            del worker.metrics[NODE_METRIC]
         if worker.handlers.get(WORKER_STATE_HANDLER) == self._full_state:
             del worker.handlers[WORKER_STATE_HANDLER]
         if self.phase_hooks_error is None:
