@@ -67,7 +67,7 @@ Rows = dict[tuple[str, str, str], float]  # (worker, activity, unit) -> value
 
 def compute(inputs: MetricsInputs, out: Metrics) -> None:
     """Put the phase metrics, or say for each why it is missing."""
-    rows = _execute_rows(inputs)
+    rows = execute_rows(inputs)
     tasks = _total(rows, vocab.TASKS_ACTIVITY, vocab.COUNT)
     if not tasks:
         reason = (
@@ -137,7 +137,8 @@ def _put_helpers(rows: Rows, out: Metrics) -> None:
         out.put(key, {p: _total(rows, vocab.HELPER_ACTIVITY.format(p), unit) for p in ran})
 
 
-def _execute_rows(inputs: MetricsInputs) -> Rows:
+def execute_rows(inputs: MetricsInputs) -> Rows:
+    """The span's ``execute`` digests summed over spans and prefixes, by worker."""
     rows: Rows = defaultdict(float)
     for (worker, context, _, activity, unit), value in span_rows(inputs.snapshot).items():
         if context == "execute":

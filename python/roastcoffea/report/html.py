@@ -334,6 +334,7 @@ def _content(
                     tables.throughput_table(metrics),
                     tables.event_processing_table(metrics),
                     tables.resources_table(metrics),
+                    tables.node_table(metrics),
                     tables.timing_table(metrics),
                 ]
             )

@@ -35,17 +35,26 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
         return None
     helpers = metrics.get("helper_cpu_seconds")
     helpers = helpers if isinstance(helpers, Mapping) else None
+    off_cpu = _off_cpu(metrics)
+    split = off_cpu is not None
     rows = [
         (
             Cell(str(phase)),
             show(seconds, format_time),
             show(cpu.get(phase), format_time),
+            *(() if off_cpu is None else (show(m.get(phase), format_time) for m in off_cpu)),
             show(shares.get(phase), percent),
             *(() if helpers is None else (_helper_cell(helpers, phase),)),
         )
         for phase, seconds in wall.items()
     ]
-    names = ("Wall", "CPU", "Share", *(() if helpers is None else ("Helper Threads' CPU",)))
+    names = (
+        "Wall",
+        "CPU",
+        *(("Waiting for a CPU", "Blocked") if split else ()),
+        "Share",
+        *(() if helpers is None else ("Helper Threads' CPU",)),
+    )
     columns = (Column("Phase"), *(Column(name, numeric=True) for name in names))
     blank = (Cell(""),) * (len(names) - 1)
     rows += [
@@ -59,6 +68,16 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
     ]
     tasks = show(metrics.get("phase_tasks"), count).text
     note = f"{tasks} task(s) measured; shares of their compute time."
+    if split:
+        note += (
+            f" Off CPU: {percent(metrics.get('cpu_wait_percent'))} waiting for a CPU (the "
+            f"threads' run-queue delay), {percent(metrics.get('blocked_percent'))} blocked "
+            "(reads, locks, sleeps; Python's GIL is in either)."
+        )
+    else:
+        why = (metrics.get("unavailable") or {}).get("phase_cpu_wait_seconds")
+        if why:
+            note += f" Time off CPU not split into its causes: {why}."
     if helpers is not None:
         runs = show(metrics.get("helper_runs"), count).text
         note += (
@@ -72,6 +91,14 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
             " the setting roastcoffea.phase-cpu-interval = 0 makes it exact)."
         )
     return TableData(PHASES_TITLE, columns, tuple(rows), note)
+
+
+def _off_cpu(metrics: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:
+    """Each phase's time waiting for a CPU and blocked; None when not split."""
+    waits, blocked = metrics.get("phase_cpu_wait_seconds"), metrics.get("phase_blocked_seconds")
+    if isinstance(waits, Mapping) and isinstance(blocked, Mapping):
+        return waits, blocked
+    return None
 
 
 def _helper_cell(helpers: Mapping[str, Any], phase: str) -> Cell:
