@@ -386,10 +386,37 @@ def test_a_parsed_tkey_is_taken_only_when_it_matches_its_basket(cms_data: Path) 
         }
         source = file.file.source
         before = source.num_requested_bytes
-        fields = index.record_fields(baskets, source, parsed)
+        fields = index.record_fields(baskets, (0, 10), source, parsed)
         # The matching entry is trusted as parsed; the other basket's header is read.
         assert fields["accessed_baskets"]["uncompressed"] == [12345, sizes[read]]
         assert source.num_requested_bytes - before == 16
+
+
+def test_the_used_bytes_are_the_chunks_entries_share_of_each_basket(cms_data: Path) -> None:
+    from roastcoffea.instrument._baskets import TreeIndex
+
+    names = ["nMuon", "Muon_pt"]
+    with uproot.open(cms_data / "nano_dy.root") as file:
+        tree = file["Events"]
+        index = TreeIndex(tree)
+        first_stop = tree["nMuon"].basket_entry_start_stop(0)[1]
+        for start, stop in ((0, 10), (first_stop - 5, first_stop + 5)):
+            baskets, _ = index.chunk_baskets(names, start, stop)
+            fields = index.record_fields(baskets, (start, stop), file.file.source)
+            used = entries = 0.0
+            kept = 0
+            for name in names:
+                branch = tree[name]
+                for number in range(branch.num_baskets):
+                    first, last = branch.basket_entry_start_stop(number)
+                    inside = min(last, stop) - max(first, start)
+                    if inside > 0:
+                        used += branch.basket_uncompressed_bytes(number) * inside / (last - first)
+                        entries += last - first
+                        kept += 1
+            assert fields["accessed_used_bytes"] == round(used)
+            assert fields["accessed_unit_entries"] == pytest.approx(entries / kept)
+            assert fields["accessed_used_bytes"] < fields["accessed_uncompressed_bytes"]
 
 
 def record_total_branches(record: dict[str, Any], cms_data: Path) -> int:

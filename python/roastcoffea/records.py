@@ -75,6 +75,13 @@ bytes                     uproot's ``basket_uncompressed_bytes``); for a
                           basket embedded in the TTree metadata, the bytes it
                           holds (``fLast``, plus the counted entry offsets of
                           a jagged branch), not its buffer's capacity
+accessed_used_bytes       the part of ``accessed_uncompressed_bytes`` that
+                          holds the chunk's entries: each basket's bytes
+                          spread evenly over its entries (a page's over its
+                          cluster's: uproot reads an RNTuple a cluster at a
+                          time), those in ``[entry_start, entry_stop)`` summed
+accessed_unit_entries     the mean entries per basket of those baskets (per
+                          cluster of those pages)
 accessed_embedded_bytes   the part of ``accessed_uncompressed_bytes`` in
                           embedded baskets (they have no compressed size)
 accessed_baskets          ``{id, compressed, uncompressed}``: parallel lists

@@ -19,7 +19,7 @@ from typing import Any
 import numpy
 
 from roastcoffea.instrument._counters import COUNTERS
-from roastcoffea.instrument._pages import PageIndex, is_rntuple
+from roastcoffea.instrument._pages import PageIndex, is_rntuple, overlap
 
 #: Memory the basket indexes of recently read trees may use per process.
 MAX_TREE_INDEX_BYTES = 64 << 20
@@ -131,10 +131,12 @@ class TreeIndex:
     def record_fields(
         self,
         baskets: numpy.ndarray,
+        entries: tuple[int, int],
         source: Any,
         parsed: dict[int, tuple[int, int]] | None = None,
     ) -> dict[str, Any]:
-        """The record's byte fields of ``baskets``; learns the sizes not known before.
+        """The record's byte fields of ``baskets`` read for the ``entries`` ``[start, stop)``;
+        learns the sizes not known before.
 
         ``parsed`` maps a basket's seek to the ``(fNbytes, fObjlen + fKeylen)`` of the
         TKey uproot parsed in the chunk's task; the sizes it lacks are read from the
@@ -157,10 +159,18 @@ class TreeIndex:
         normal = len(seeks_out) - seeks_out.count(-1)  # normal baskets come first
         compressed = self.compressed[baskets[:normal]].tolist()
         embedded = len(seeks_out) - normal
+        firsts, lasts = self.starts[baskets].tolist(), self.stops[baskets].tolist()
+        start, stop = entries
+        used = sum(
+            size * overlap(first, last, start, stop)
+            for size, first, last in zip(sizes_out, firsts, lasts, strict=True)
+        )
         return {
             "storage_unit": "basket",
             "accessed_bytes": sum(compressed),
             "accessed_uncompressed_bytes": sum(sizes_out),
+            "accessed_used_bytes": round(used),
+            "accessed_unit_entries": (sum(lasts) - sum(firsts)) / len(firsts) if firsts else None,
             "accessed_embedded_bytes": sum(sizes_out[normal:]),
             "accessed_baskets": {
                 "id": seeks_out[:normal] + [-(b + 1) for b in baskets[normal:].tolist()],

@@ -64,11 +64,12 @@ class Chunk:
         self.counts: dict[str, dict[str, int]] = {"timing": {}, "memory": {}, "bytes": {}}
         self.custom: dict[str, Any] = {}
         self.source = source
-        # RNTuple pages read: {(file, offset): (stored, uncompressed bytes)}
-        self.pages: dict[tuple[Any, int], tuple[int, int]] = {}
+        # RNTuple pages read: {(file, offset): (stored, uncompressed bytes, cluster)}
+        self.pages: dict[tuple[Any, int], tuple[int, int, int]] = {}
 
-    def pages_of(self, file: Any) -> dict[int, tuple[int, int]]:
-        """The RNTuple pages of ``file`` read in this call, ``{offset: (stored, uncompressed)}``."""
+    def pages_of(self, file: Any) -> dict[int, tuple[int, int, int]]:
+        """The RNTuple pages of ``file`` read in this call,
+        ``{offset: (stored, uncompressed, cluster)}``."""
         return {offset: sizes for (owner, offset), sizes in self.pages.items() if owner is file}
 
     def add(self, kind: str, name: str, value: float | None) -> None:

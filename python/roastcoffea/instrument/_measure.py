@@ -187,6 +187,8 @@ class Measure:
             "branches_read_percent",
             "accessed_bytes",
             "accessed_uncompressed_bytes",
+            "accessed_used_bytes",
+            "accessed_unit_entries",
             "accessed_embedded_bytes",
             "accessed_baskets",
             "bytes_read_percent",
@@ -224,11 +226,13 @@ class Measure:
                 record["branches_read_percent"] = 100.0 * len(names) / branches
             file = getattr(handle, "file", handle)
             if isinstance(index, PageIndex):
-                record.update(index.record_fields(self.chunk.pages_of(file)))
+                record.update(index.record_fields(self.chunk.pages_of(file), start, stop))
                 in_range, unit = index.in_range(start, stop), "pages"
             else:
                 baskets, in_range = index.chunk_baskets(names, start, stop)
-                record.update(index.record_fields(baskets, source, _parsed_baskets(file)))
+                record.update(
+                    index.record_fields(baskets, (start, stop), source, _parsed_baskets(file))
+                )
                 unit = "baskets"
             if in_range > 0:
                 record["bytes_read_percent"] = 100.0 * record["accessed_bytes"] / in_range

@@ -82,19 +82,35 @@ class PageIndex:
         last = bisect.bisect_left(self.cluster_starts, stop)
         return sum(self.cluster_bytes[first:last])
 
-    @staticmethod
-    def record_fields(pages: dict[int, tuple[int, int]]) -> dict[str, Any]:
-        """A chunk record's byte fields from its pages, ``{offset: (stored, uncompressed)}``."""
+    def record_fields(
+        self, pages: dict[int, tuple[int, int, int]], start: int, stop: int
+    ) -> dict[str, Any]:
+        """A chunk record's byte fields from its pages, ``{offset: (stored, uncompressed,
+        cluster)}``, for the entries ``[start, stop)``."""
         ids = sorted(pages)
         stored = [pages[offset][0] for offset in ids]
         sizes = [pages[offset][1] for offset in ids]
+        used = entries = 0.0
+        for offset in ids:
+            _, size, cluster = pages[offset]
+            first, last = self.cluster_starts[cluster], self.cluster_stops[cluster]
+            used += size * overlap(first, last, start, stop)
+            entries += last - first
         return {
             "storage_unit": PAGE,
             "accessed_bytes": sum(stored),
             "accessed_uncompressed_bytes": sum(sizes),
+            "accessed_used_bytes": round(used),
+            "accessed_unit_entries": entries / len(ids) if ids else None,
             "accessed_embedded_bytes": 0,
             "accessed_baskets": {"id": ids, "compressed": stored, "uncompressed": sizes},
         }
+
+
+def overlap(first: int, last: int, start: int, stop: int) -> float:
+    """The share of the entries ``[first, last)`` inside ``[start, stop)``."""
+    inside = min(last, stop) - max(first, start)
+    return inside / (last - first) if inside > 0 and last > first else 0.0
 
 
 def is_rntuple(tree: Any) -> bool:

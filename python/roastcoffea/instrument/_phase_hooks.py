@@ -207,7 +207,7 @@ def _log_page(
 ) -> None:
     offset, stored, uncompressed = page_sizes(ntuple, cluster, column, page)
     if chunk is not None:
-        chunk.pages[ntuple.file, offset] = (stored, uncompressed)
+        chunk.pages[ntuple.file, offset] = (stored, uncompressed, cluster)
     if task is not None:
         task.read_bytes += stored
 

@@ -7,6 +7,11 @@ file and reading its tree's metadata) and when the task ends (``*_task``, less
 the instrumentation's own requests), and the bytes of the baskets each chunk
 used (``accessed_bytes``; an RNTuple's pages). uproot counts a vectored read of several byte ranges
 as one request.
+
+What was decompressed against what the chunk used: uproot decompresses every basket a
+chunk touches whole, ``accessed_uncompressed_bytes``, of which the chunk's entries hold
+``accessed_used_bytes`` (each basket's bytes spread evenly over its entries). Baskets of
+many more entries than a chunk's are decompressed again by every chunk that touches them.
 """
 
 from __future__ import annotations
@@ -37,7 +42,13 @@ KEYS = (
     "metadata_bytes",
     "metadata_percent",
     "read_amplification",
+    "decompress_amplification",
 )
+#: The fields of what was decompressed (records written before them lack them).
+DECOMPRESSED = {
+    "decompressed_bytes": "accessed_uncompressed_bytes",
+    "used_bytes": "accessed_used_bytes",
+}
 
 
 def is_remote(name: Any) -> bool:
@@ -75,6 +86,21 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         out.missing("read_amplification", "the chunks used no basket with a stored size")
     else:
         out.put("read_amplification", amplification)
+    _put_decompress_amplification(chunks, out)
+
+
+def _put_decompress_amplification(chunks: list[dict[str, Any]], out: Metrics) -> None:
+    missing = next(
+        (why for field in DECOMPRESSED.values() if (why := lacking(chunks, field))), None
+    )
+    if missing:
+        out.missing("decompress_amplification", missing)
+        return
+    decompressed, used = (sum(c[f] for c in chunks) for f in DECOMPRESSED.values())
+    if used:
+        out.put("decompress_amplification", decompressed / used)
+    else:
+        out.missing("decompress_amplification", "the chunks' entries held no decompressed byte")
 
 
 def file_shape(name: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -93,8 +119,41 @@ def file_shape(name: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
             100.0 * shape["open_bytes"] / shape["fetched_bytes"] if shape["fetched_bytes"] else None
         ),
         amplification=_amplification(shape),
+        **_decompressed(records),
     )
     return shape
+
+
+def _decompressed(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the file's chunks decompressed against what their entries used, and the
+    entries of a basket (a cluster) against a chunk's, medians over the chunks."""
+    if any(lacking(records, field) for field in DECOMPRESSED.values()):
+        return dict.fromkeys(
+            (
+                "decompressed_bytes",
+                "used_bytes",
+                "decompress_amplification",
+                "unit_entries",
+                "chunk_entries",
+            )
+        )
+    sums = {name: sum(r[field] for r in records) for name, field in DECOMPRESSED.items()}
+    units = [
+        r["accessed_unit_entries"] for r in records if is_number(r.get("accessed_unit_entries"))
+    ]
+    spans = [
+        r["entry_stop"] - r["entry_start"]
+        for r in records
+        if is_number(r.get("entry_start")) and is_number(r.get("entry_stop"))
+    ]
+    return {
+        **sums,
+        "decompress_amplification": (
+            sums["decompressed_bytes"] / sums["used_bytes"] if sums["used_bytes"] else None
+        ),
+        "unit_entries": statistics.median(units) if units else None,
+        "chunk_entries": statistics.median(spans) if spans else None,
+    }
 
 
 def _amplification(totals: dict[str, Any]) -> float | None:
