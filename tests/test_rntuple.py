@@ -186,6 +186,6 @@ def test_the_reads_table_and_the_diagnosis_speak_of_pages(layouts: dict[str, Any
     assert shape["storage_unit"] == "page"
     # The rule's message on this file's shape, were its reads amplified:
     findings = read_findings({"f.root": {**shape, "amplification": 3.0}})
-    advice = next(f["message"] for f in findings if f["rule"] == "read-amplification")
+    advice = next(f.message for f in findings if f.rule == "read-amplification")
     assert "pages used" in advice and "cluster boundaries" in advice
     assert "basket" not in advice

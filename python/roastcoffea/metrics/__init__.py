@@ -26,6 +26,8 @@ from roastcoffea.metrics import (
     fine,
     hot_lines,
     io,
+    node,
+    off_cpu,
     phases,
     reads,
     wall_split,
@@ -127,10 +129,12 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     out = Metrics()
     fine.compute(inputs, out)
     workers.compute(inputs, out)
+    node.compute(inputs, out)
     workflow.compute(inputs, out)
     efficiency.compute(out)
     cost.compute(inputs, out)
     phases.compute(inputs, out)
+    off_cpu.compute(inputs, out)
     wall_split.compute(inputs, out)
     reads.compute(inputs, out)
     hot_lines.compute(inputs, out)

@@ -239,18 +239,22 @@ def _cause(task: Task, medians: dict[str, float]) -> dict[str, Any]:
 def tail_cause(
     tasks: list[Task], in_tail: list[Task], median: float, phase_medians: dict[str, float]
 ) -> dict[str, Any] | None:
-    """What made the tail's slow chunks slow: one file, one worker, or the chunks' size.
+    """What made the tail's slow chunks slow: one file, one dataset, one worker, or the
+    chunks' size.
 
-    A file (a worker) is the cause when every slow chunk of the tail is its, and its
-    chunks' median duration is at least :data:`SLOW` times the others'; with slow
-    chunks on several files and workers, the chunks themselves are.
+    A file (a dataset, a worker) is the cause when every slow chunk of the tail is its,
+    and its chunks' median duration is at least :data:`SLOW` times the others'; with slow
+    chunks on several files, datasets and workers, the chunks themselves are. ``dataset``
+    names the slow chunks' dataset when they share one.
     """
     slow = [t for t in in_tail if median > 0 and t.seconds >= SLOW * median]
     if not slow:
         return None
     phases = Counter(_cause(t, phase_medians)["cause"] for t in slow)
     phase = phases.most_common(1)[0][0]
-    for kind in ("file", "worker"):
+    datasets = {t.dataset for t in slow}
+    dataset = next(iter(datasets)) if len(datasets) == 1 else None
+    for kind in ("file", "dataset", "worker"):
         names = {getattr(t, kind) for t in slow}
         if len(names) != 1 or None in names:
             continue
@@ -259,6 +263,18 @@ def tail_cause(
         others = [t.seconds for t in tasks if getattr(t, kind) != name]
         ratio = statistics.median(own) / statistics.median(others) if others else None
         if ratio is not None and ratio >= SLOW:
-            return {"kind": kind, "name": name, "vs_others": ratio, "phase": phase}
+            return {
+                "kind": kind,
+                "name": name,
+                "vs_others": ratio,
+                "phase": phase,
+                "dataset": dataset,
+            }
     longest = max(t.seconds for t in slow)
-    return {"kind": "chunks", "name": None, "vs_others": longest / median, "phase": phase}
+    return {
+        "kind": "chunks",
+        "name": None,
+        "vs_others": longest / median,
+        "phase": phase,
+        "dataset": dataset,
+    }

@@ -36,6 +36,7 @@ from roastcoffea.report.tables.fine import (
 from roastcoffea.report.tables.hot_lines import HOT_LINES_TITLE, hot_lines_table
 from roastcoffea.report.tables.metadata import metadata_tables
 from roastcoffea.report.tables.monitoring import monitoring_table, unavailable_table
+from roastcoffea.report.tables.node import NODES_TITLE, node_table
 from roastcoffea.report.tables.phases import CODECS_TITLE, PHASES_TITLE, codecs_table, phases_table
 from roastcoffea.report.tables.reads import READS_TITLE, reads_table
 from roastcoffea.report.tables.wall_split import (
@@ -56,6 +57,7 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     throughput_table,
     event_processing_table,
     resources_table,
+    node_table,
     timing_table,
     diagnosis_table,
     wall_split_table,
@@ -88,6 +90,7 @@ __all__ = [
     "DIAGNOSIS_TITLE",
     "FAILED_CHUNKS_TITLE",
     "HOT_LINES_TITLE",
+    "NODES_TITLE",
     "PHASES_TITLE",
     "PREFIX_TABLE_TITLE",
     "READS_TITLE",
@@ -108,6 +111,7 @@ __all__ = [
     "hot_lines_table",
     "metadata_tables",
     "monitoring_table",
+    "node_table",
     "phases_table",
     "prefix_table",
     "reads_table",

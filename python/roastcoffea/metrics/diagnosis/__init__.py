@@ -1,0 +1,89 @@
+"""One diagnosis: where the processor's time went, what each cause held, and what helps.
+
+The rules (docs/metrics.md, "Diagnosis") are derived together from the metrics before
+them:
+
+- :mod:`.phase_rules`: a phase holding a large share of the processor time, its wait for
+  a CPU left out;
+- :mod:`.contention`: the threads waiting for a CPU, and why (the nodes' view);
+- :mod:`.tail`: the end of the processing with threads idle, and its cause;
+- :mod:`.reads`: the shape of the files' reads.
+
+Then :mod:`.reconcile` leaves one way for each knob (the chunk size, the threads), and
+the findings are ranked by the processing's wall time each holds at stake.
+"""
+
+from __future__ import annotations
+
+from roastcoffea.metrics._util import Metrics
+from roastcoffea.metrics.diagnosis.contention import CONTENTION_PERCENT, contention_findings
+from roastcoffea.metrics.diagnosis.finding import Action, Basis, Finding
+from roastcoffea.metrics.diagnosis.phase_rules import RULES, phase_findings
+from roastcoffea.metrics.diagnosis.reads import read_findings
+from roastcoffea.metrics.diagnosis.reconcile import reconcile
+from roastcoffea.metrics.diagnosis.tail import TAIL_IDLE_PERCENT, tail_findings
+from roastcoffea.metrics.phases import IO_PHASES
+
+__all__ = [
+    "CONTENTION_PERCENT",
+    "RULES",
+    "TAIL_IDLE_PERCENT",
+    "Action",
+    "Basis",
+    "Finding",
+    "compute",
+    "diagnose",
+    "read_findings",
+]
+
+
+def diagnose(out: Metrics) -> list[Finding]:
+    """Every finding of the metrics so far, reconciled, the largest stake first."""
+    basis = Basis.of(out)
+    findings = [
+        *phase_findings(basis, out),
+        *contention_findings(basis, out),
+        *tail_findings(out),
+        *read_findings(out.get("read_shapes") or {}, basis),
+    ]
+    ranked = sorted(
+        reconcile(findings),
+        key=lambda f: (f.wall_at_stake_seconds is None, -(f.wall_at_stake_seconds or 0.0)),
+    )
+    return ranked
+
+
+def compute(out: Metrics) -> None:
+    """Put ``diagnosis`` (the findings as dicts, ranked) and ``diagnosis_summary``."""
+    findings = diagnose(out)
+    basis = Basis.of(out)
+    if findings:
+        out.put("diagnosis", [f.as_dict() for f in findings])
+    elif basis.total > 0:
+        out.put("diagnosis", [])
+    else:
+        reason = out.unavailable.get("phase_wall_seconds", "no phase measured")
+        out.missing("diagnosis", f"no finding, and no phase measured to weigh one: {reason}")
+    if basis.total > 0:
+        out.put("diagnosis_summary", _summary(basis))
+    else:
+        reason = out.unavailable.get("phase_wall_seconds", "no phase measured")
+        out.missing("diagnosis_summary", f"needs phase_wall_seconds: {reason}")
+
+
+def _summary(basis: Basis) -> str:
+    """Getting the data in against the user's code, the wait for a CPU, the largest phase."""
+    data_in = basis.share(sum(basis.effective(p) for p in IO_PHASES))
+    user = basis.share(basis.effective("user"))
+    top = max(basis.wall, key=lambda p: basis.effective(p))
+    side = "getting the data in dominates" if data_in >= user else "the user's code dominates"
+    waited = (
+        f"{basis.share(basis.waited()):.1f}% waiting for a CPU; "
+        if basis.cpu_wait is not None
+        else ""
+    )
+    return (
+        f"{data_in:.1f}% of the processor time getting the data in (open, read, decompress, "
+        f"interpret) against {user:.1f}% in the user's code: {side}; {waited}largest phase: "
+        f"{top} ({basis.share(basis.effective(top)):.1f}%)"
+    )
