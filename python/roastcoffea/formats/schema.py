@@ -122,6 +122,13 @@ def count(value: Any) -> None:
     number(value)
 
 
+def seconds(value: Any) -> None:
+    """A :func:`number` of seconds, never negative (a duration, a CPU time)."""
+    number(value)
+    if value < 0:
+        _fail("seconds >= 0", value)
+
+
 def at_least_one(value: Any) -> None:
     """A :func:`count` of at least one (a divisor)."""
     count(value)
@@ -165,6 +172,23 @@ def span_key(value: Any) -> None:
         _fail("a span metric key (context, prefix, activity, unit)", value)
     for i, item in enumerate(value):
         _inside(f"[{i}]", text, item)
+
+
+def entry_range(value: Any) -> None:
+    """A record whose ``entry_stop`` is not before its ``entry_start`` (when both are counts)."""
+    start, stop = value.get("entry_start"), value.get("entry_stop")
+    if isinstance(start, int) and isinstance(stop, int) and stop < start:
+        raise Mismatch("an entry range that ends before it starts (entry_stop < entry_start)")
+
+
+def all_of(*checks: Check) -> Check:
+    """A value that passes every check, in order."""
+
+    def checked(value: Any) -> None:
+        for check in checks:
+            check(value)
+
+    return checked
 
 
 def optional(check: Check) -> Check:
@@ -258,6 +282,7 @@ def location(key: Any) -> str:
 # ---- the measurement's shapes ----------------------------------------------------------
 
 some_number = optional(number)
+some_seconds = optional(seconds)
 some_count = optional(count)
 some_text = optional(text)
 texts = sequence(text)
@@ -269,39 +294,43 @@ table = mapping(text, numbers_by_name)  # {row: {column: number}}
 CHUNK_NUMBERS = (
     "duration", "process_cpu_s", "task_duration", "mem_before_mb", "mem_after_mb",
     "mem_delta_mb", "branches_read_percent", "bytes_read_percent", "instrument_seconds",
-    "instrument_cpu_s",
+    "instrument_cpu_s", "accessed_unit_entries",
 )  # fmt: skip
 #: A chunk record's instants, epoch seconds.
 CHUNK_TIMES = ("t_start", "t_end", "task_start", "task_end", "timestamp")
 CHUNK_COUNTS = (
     "num_events", "entry_start", "entry_stop", "bytes_read", "bytes_read_task",
     "num_branches_accessed", "accessed_bytes", "accessed_uncompressed_bytes",
-    "accessed_embedded_bytes", "instrument_bytes", "v", "open_bytes", "open_requests",
-    "instrument_requests", "instrument_ranges", "read_requests_task", "read_ranges_task",
+    "accessed_used_bytes", "accessed_embedded_bytes", "instrument_bytes", "v", "open_bytes",
+    "open_requests", "instrument_requests", "instrument_ranges", "read_requests_task",
+    "read_ranges_task",
 )  # fmt: skip
 CHUNK_TEXTS = (
     "kind", "dataset", "file", "treename", "uuid", "error", "task_key", "prefix", "storage_unit",
 )  # fmt: skip
-CHUNK_RECORD = fields(
-    {
-        **dict.fromkeys(CHUNK_NUMBERS, some_number),
-        **dict.fromkeys(CHUNK_TIMES, optional(epoch)),
-        **dict.fromkeys(CHUNK_COUNTS, some_count),
-        **dict.fromkeys(CHUNK_TEXTS, some_text),
-        "worker": some_text,
-        "span": some_text,
-        "accessed_branches": optional(texts),
-        "timing": optional(numbers_by_name),
-        "memory": optional(numbers_by_name),
-        "bytes": optional(numbers_by_name),
-        "section_counts": optional(mapping(text, mapping(text, some_count))),
-        "custom": optional(mapping(text, plain)),
-        "unavailable": optional(mapping(text, text)),
-        "accessed_baskets": optional(mapping(text, sequence(number))),
-        "file_metadata": optional(
-            fields({"filename": some_text, "compression_ratio": some_number})
-        ),
-    }
+CHUNK_RECORD = all_of(
+    fields(
+        {
+            **dict.fromkeys(CHUNK_NUMBERS, some_number),
+            **dict.fromkeys(CHUNK_TIMES, optional(epoch)),
+            **dict.fromkeys(CHUNK_COUNTS, some_count),
+            **dict.fromkeys(CHUNK_TEXTS, some_text),
+            "worker": some_text,
+            "span": some_text,
+            "accessed_branches": optional(texts),
+            "timing": optional(numbers_by_name),
+            "memory": optional(numbers_by_name),
+            "bytes": optional(numbers_by_name),
+            "section_counts": optional(mapping(text, mapping(text, some_count))),
+            "custom": optional(mapping(text, plain)),
+            "unavailable": optional(mapping(text, text)),
+            "accessed_baskets": optional(mapping(text, sequence(number))),
+            "file_metadata": optional(
+                fields({"filename": some_text, "compression_ratio": some_number})
+            ),
+        }
+    ),
+    entry_range,
 )
 
 #: A file's reads are of ``basket`` s (a TTree) or ``page`` s (an RNTuple).
@@ -314,28 +343,32 @@ FILE_READ_NUMBERS = (
 )  # fmt: skip
 
 #: A phase record (docs/metrics.md "Processor phases").
-PHASE_RECORD = fields(
-    {
-        "t_start": optional(epoch),
-        "t_stop": optional(epoch),
-        "elapsed": some_number,
-        **dict.fromkeys(("entry_start", "entry_stop", "read_bytes", "thread", "v"), some_count),
-        **dict.fromkeys(
-            ("kind", "dataset", "file", "task_key", "prefix", "worker", "span"), some_text
-        ),
-        "wall": mapping(text, some_number),
-        "cpu": mapping(text, some_number),
-        "codecs": optional(mapping(text, sequence(number))),
-        "helpers": optional(
-            fields(
-                {
-                    "runs": some_count,
-                    "wall": mapping(text, some_number),
-                    "cpu": mapping(text, some_number),
-                }
-            )
-        ),
-    }
+PHASE_RECORD = all_of(
+    fields(
+        {
+            "t_start": optional(epoch),
+            "t_stop": optional(epoch),
+            "elapsed": some_seconds,
+            **dict.fromkeys(("entry_start", "entry_stop", "read_bytes", "thread", "v"), some_count),
+            **dict.fromkeys(
+                ("kind", "dataset", "file", "task_key", "prefix", "worker", "span"), some_text
+            ),
+            "wall": mapping(text, some_seconds),
+            "cpu": mapping(text, some_seconds),
+            "cpu_wait": optional(mapping(text, some_seconds)),
+            "codecs": optional(mapping(text, sequence(number))),
+            "helpers": optional(
+                fields(
+                    {
+                        "runs": some_count,
+                        "wall": mapping(text, some_seconds),
+                        "cpu": mapping(text, some_seconds),
+                    }
+                )
+            ),
+        }
+    ),
+    entry_range,
 )
 
 #: A row of per_prefix or per_worker: task statistics (docs/metrics.md).
@@ -361,6 +394,8 @@ READ_SHAPE = fields(
         "requests_per_chunk": number,
         "metadata_percent": some_number,
         "amplification": some_number,
+        **dict.fromkeys(("decompressed_bytes", "used_bytes"), some_count),
+        **dict.fromkeys(("decompress_amplification", "unit_entries", "chunk_entries"), some_number),
         "remote": flag,
         "bytes_per_request": optional(mapping(text, some_number)),
         **UNIT,
@@ -450,13 +485,15 @@ NUMBERS = (
     "total_events", "cpu_us_per_event", "events_per_cpu_second", "idle_thread_seconds",
     "processing_seconds", "packing_bound_seconds", "longest_chunk_seconds",
     "bytes_per_request", "metadata_percent", "read_amplification", "user_profile_samples",
+    "cpu_wait_seconds", "blocked_seconds", "cpu_wait_percent", "blocked_percent",
+    "cpu_wait_split_bound_seconds", "decompress_amplification",
 )  # fmt: skip
 #: The counts: a whole number >= 0, or None.
 COUNTS = (
     "num_chunks", "num_failed_chunks", "num_successful_chunks", "total_events_from_chunks",
     "peak_workers", "phase_tasks", "phase_read_bytes", "phase_clock_switches",
     "recomputed_chunks", "recomputed_events", "total_branches_read", "read_requests",
-    "metadata_bytes", "profile_samples", "helper_runs",
+    "metadata_bytes", "profile_samples", "helper_runs", "cpu_wait_tasks",
 )  # fmt: skip
 
 #: Every metric the schema knows: its check.
@@ -472,7 +509,20 @@ METRICS: dict[str, Check] = {
     "custom_metrics": optional(mapping(plain, plain)),
     "dataset_totals": optional(mapping(text, plain)),
     "decompress_codecs": optional(table),
-    "diagnosis": optional(sequence(fields({"message": some_text, "rule": some_text}))),
+    "diagnosis": optional(
+        sequence(
+            fields(
+                {
+                    "message": some_text,
+                    "rule": some_text,
+                    "wall_at_stake_seconds": some_seconds,
+                    "actions": optional(texts),
+                    "knobs": optional(mapping(text, text)),
+                }
+            )
+        )
+    ),
+    "diagnosis_summary": some_text,
     "failed_chunks": optional(sequence(CHUNK_RECORD)),
     "recomputed_chunk_records": optional(sequence(CHUNK_RECORD)),
     "raw_chunk_metrics": optional(sequence(CHUNK_RECORD)),
@@ -502,6 +552,10 @@ METRICS: dict[str, Check] = {
     "helper_wall_seconds": optional(numbers_by_name),
     "helper_cpu_seconds": optional(numbers_by_name),
     "phase_wall_seconds": optional(numbers_by_name),
+    "phase_cpu_wait_seconds": optional(mapping(text, some_seconds)),
+    "phase_blocked_seconds": optional(mapping(text, some_seconds)),
+    "cpu_wait_per_worker": optional(mapping(text, some_seconds)),
+    "node_per_host": optional(table),
     "phase_share_percent": optional(numbers_by_name),
     "phase_per_dataset": optional(table),
     "phase_per_worker": optional(table),
@@ -518,7 +572,9 @@ METRICS: dict[str, Check] = {
     "wall_split": optional(table),
     "wall_split_source": some_text,
     "tail_chunks": optional(sequence(fields({"file": some_text, "seconds": number}))),
-    "tail_cause": optional(fields({"kind": text, "name": some_text, "phase": some_text})),
+    "tail_cause": optional(
+        fields({"kind": text, "name": some_text, "phase": some_text, "dataset": some_text})
+    ),
     "read_shapes": optional(mapping(text, READ_SHAPE)),
     "cost_per_event_us": optional(table),
     "hot_lines": optional(sequence(fields({"function": text, "share_percent": number}))),
