@@ -87,29 +87,34 @@ def test_the_demo_without_coffea_names_the_extra(tmp_path: Path) -> None:
 def test_report_and_plot_show_progress_on_a_terminal(measured: Measured, tmp_path: Path) -> None:
     for command in ("report", "plot"):
         leader, follower = pty.openpty()
-        done = subprocess.run(
+        child = subprocess.Popen(
             [str(SCRIPT), command, str(measured.path), "-o", str(tmp_path / command)],
             stdout=subprocess.PIPE,
             stderr=follower,
             text=True,
-            timeout=300,
             env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
         )
         os.close(follower)
-        shown = b""
-        while chunk := _read_ready(leader):
-            shown += chunk
-        os.close(leader)
-        assert done.returncode == 0
+        # Drained while the child runs: a terminal's buffer is small, and a child whose
+        # progress bar fills it blocks until someone reads.
+        shown = _drain(leader)
+        stdout, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
         assert b"figures" in shown, shown  # the bar's text, drawn on the terminal
-        assert "figures" not in done.stdout.replace("figures written", "")
+        assert "figures" not in stdout.replace("figures written", "")
 
 
-def _read_ready(fd: int) -> bytes:
+def _drain(fd: int) -> bytes:
+    """Everything written to the terminal ``fd`` until its last writer closed it."""
+    shown = b""
     try:
-        return os.read(fd, 65536)
-    except OSError:  # the terminal closed: everything was read
-        return b""
+        while chunk := os.read(fd, 65536):
+            shown += chunk
+    except OSError:  # EIO: the terminal closed, everything was read
+        pass
+    finally:
+        os.close(fd)
+    return shown
 
 
 def test_show_prints_the_summary(measured: Measured) -> None:

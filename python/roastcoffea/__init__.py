@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         track_time,
     )
     from roastcoffea.measurement import load_measurement, save_measurement
-    from roastcoffea.metrics.regression import compare_costs, regressions_above
+    from roastcoffea.metrics.regression import compare_costs, compare_runs, regressions_above
     from roastcoffea.plugin import RoastPlugin
 
 try:  # written by setuptools-scm at build time, from the git tags
@@ -47,6 +47,7 @@ _LAZY = {
     "RoastPlugin": "roastcoffea.plugin",
     "MetricsCollector": "roastcoffea.collector",
     "compare_costs": "roastcoffea.metrics.regression",
+    "compare_runs": "roastcoffea.metrics.regression",
     "regressions_above": "roastcoffea.metrics.regression",
     "load_measurement": "roastcoffea.measurement",
     "save_measurement": "roastcoffea.measurement",
@@ -95,6 +96,7 @@ __all__ = [
     "RoastPlugin",
     "__version__",
     "compare_costs",
+    "compare_runs",
     "load_measurement",
     "regressions_above",
     "save_measurement",

@@ -54,6 +54,7 @@ class Loaded:
 
 #: What each optional part needs: (modules, the extra that installs them).
 PLOTTING = (("matplotlib",), "plot")
+STATISTICS = (("scipy",), "plot")
 COFFEA = (("coffea", "uproot", "awkward", "matplotlib"), "coffea")
 XROOTD = (("fsspec_xrootd", "XRootD"), "xrootd")
 
@@ -230,11 +231,19 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="key metrics of several measurements side by side",
+        usage="%(prog)s [-h] [--plot FILE] [--fail-above PCT] [--alpha A] "
+        "BEFORE [BEFORE ...] [-- AFTER [AFTER ...]]",
         description="Print the key metrics of two or more measurements side by side; each "
-        "measurement after the first shows its difference from and ratio to the first.",
+        "measurement after the first shows its difference from and ratio to the first. The "
+        "CPU cost per event of each dataset and phase is compared too: of each measurement "
+        "against the first, or, with --, of the runs before it against the runs after it, "
+        "their spread the noise (docs/guide.md, 'A regression gate in CI').",
     )
     compare.add_argument(
-        "measurements", type=Path, nargs="+", metavar="MEASUREMENT", help="two or more"
+        "measurements", type=Path, nargs="+", metavar="BEFORE", help="one or more runs"
+    )
+    compare.add_argument(
+        AFTER, type=Path, nargs="+", default=None, metavar="AFTER", help=argparse.SUPPRESS
     )
     compare.add_argument(
         "--plot", type=Path, default=None, metavar="FILE", help="also save the comparison figure"
@@ -244,8 +253,15 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="PCT",
-        help=f"exit {REGRESSION} when a measurement's CPU cost per event of a dataset or "
-        "phase is marked slower than the first's by more than PCT percent",
+        help=f"exit {REGRESSION} when the CPU cost per event of a dataset or phase is marked "
+        "slower by more than PCT percent (a finite number >= 0)",
+    )
+    compare.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        metavar="A",
+        help="the comparison's family-wise false-alarm level, in (0, 1) (default 0.05)",
     )
     return parser
 
@@ -313,21 +329,40 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The option a bare ``--`` stands for in ``compare BEFORE... -- AFTER...``.
+AFTER = "--after"
+
+
+def _after_marker(argv: list[str]) -> list[str]:
+    """``compare A1 A2 -- B1 B2`` as argparse reads it: the first bare ``--`` is --after."""
+    if argv[:1] == ["compare"] and "--" in argv and AFTER not in argv:
+        argv[argv.index("--")] = AFTER
+    return argv
+
+
 def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from roastcoffea.report.compare import compare_metrics, comparison_table
 
-    if len(args.measurements) < 2:
+    before, after = args.measurements, args.after or []
+    if len(before) + len(after) < 2:
         raise CommandError("compare needs at least two measurements", USAGE_ERROR)
+    _check_gate(args)
+    _require("roastcoffea compare", STATISTICS)
     if args.plot is not None:
         _require("roastcoffea compare --plot", PLOTTING)
-    loaded = [_load(path) for path in args.measurements]
+    loaded = [_load(path) for path in (*before, *after)]
     names = distinct_names([item.path for item in loaded], [item.name for item in loaded])
     rows = compare_metrics([item.metrics for item in loaded])
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(comparison_table(names, rows))
-    regressed = _compare_costs(console, loaded, names, args.fail_above)
+    sides = (
+        [(loaded[: len(before)], loaded[len(before) :])]
+        if after
+        else [([loaded[0]], [item]) for item in loaded[1:]]
+    )
+    regressed = _compare_costs(console, sides, dict(zip(map(id, loaded), names, strict=True)), args)
     if args.plot is not None:
         from roastcoffea.plots.compare import plot_measurement_comparison
 
@@ -346,27 +381,49 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_gate(args: argparse.Namespace) -> None:
+    """A threshold that is a finite number >= 0, a level in (0, 1): else exit 2."""
+    import math
+
+    if args.fail_above is not None and not (
+        math.isfinite(args.fail_above) and args.fail_above >= 0
+    ):
+        raise CommandError(
+            f"--fail-above takes a finite percent >= 0, not {args.fail_above!r}", USAGE_ERROR
+        )
+    if args.alpha is not None and not 0.0 < args.alpha < 1.0:
+        raise CommandError(f"--alpha takes a level in (0, 1), not {args.alpha!r}", USAGE_ERROR)
+
+
 def _compare_costs(
-    console: Any, loaded: list[Loaded], names: list[str], fail_above: float | None
+    console: Any,
+    sides: list[tuple[list[Loaded], list[Loaded]]],
+    names: dict[int, str],
+    args: argparse.Namespace,
 ) -> list[str]:
-    """Print the cost per event of each measurement against the first; the regressions
-    above ``fail_above`` (none when it is None)."""
-    from roastcoffea.metrics.regression import compare_costs, regressions_above
+    """Print the cost per event of each comparison of runs; the regressions above
+    ``--fail-above`` (none without it). Nothing compared, with --fail-above: exit 2."""
+    from roastcoffea.metrics.regression import ALPHA, compare_runs
     from roastcoffea.report.compare import cost_change_table
 
     regressed = []
-    for item, name in zip(loaded[1:], names[1:], strict=True):
+    for before, after in sides:
+        label = [" ".join(names[id(item)] for item in side) for side in (before, after)]
         try:
-            changes = compare_costs(loaded[0].metrics, item.metrics)
+            comparison = compare_runs(
+                [item.metrics for item in before],
+                [item.metrics for item in after],
+                alpha=ALPHA if args.alpha is None else args.alpha,
+            )
         except ValueError as exc:
-            if fail_above is not None:
-                message = f"--fail-above cannot compare costs: {exc}"
-                raise CommandError(message, USAGE_ERROR) from None
+            if args.fail_above is not None:
+                raise CommandError(f"--fail-above compared nothing: {exc}", USAGE_ERROR) from None
             print(f"cost per event not compared: {exc}")
             continue
-        console.print(cost_change_table(names[0], name, changes))
-        for c in regressions_above(changes, fail_above) if fail_above is not None else []:
-            regressed.append(f"{name}: {c.dataset} {c.phase} {c.change_percent:+.1f}%")
+        console.print(cost_change_table(label[0], label[1], comparison))
+        if args.fail_above is not None:
+            for c in comparison.regressions_above(args.fail_above):
+                regressed.append(f"{label[1]}: {c.dataset} {c.phase} {c.change_percent:+.1f}%")
     return regressed
 
 
@@ -411,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit code.
     """
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_after_marker(list(sys.argv[1:] if argv is None else argv)))
     try:
         return _COMMANDS[args.command](args)
     except CommandError as exc:

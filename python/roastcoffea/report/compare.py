@@ -15,12 +15,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from roastcoffea.metrics.regression import (
-    LEVEL,
-    MIN_CHANGE_PERCENT,
-    MIN_SHARE_PERCENT,
-    CostChange,
-)
+from roastcoffea.metrics.regression import MIN_SHARE_PERCENT, Comparison
 from roastcoffea.report.summary import safe_text
 from roastcoffea.units import format_number
 
@@ -145,14 +140,18 @@ def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table
     return table
 
 
-def cost_change_table(before: str, after: str, changes: Sequence[CostChange]) -> Table:
-    """A rich table of the change of cost per event, marked rows in bold with their side."""
+def cost_change_table(before: str, after: str, comparison: Comparison) -> Table:
+    """A rich table of the change of cost per event, marked rows in bold with their side.
+
+    The caption says how the noise was measured (the runs' spread, or one run per side
+    and its floor) and at which level the intervals are.
+    """
+    level = 1.0 - comparison.alpha / comparison.tested
     table = Table(
         title=safe_text(f"CPU Cost per Event: {after} vs {before}"),
-        caption=f"the median chunk's CPU per event; {LEVEL:.0%} bootstrap interval over the "
-        "chunks; marked: the interval "
-        f"excludes 0, the change is at least {MIN_CHANGE_PERCENT:g}% and the phase at "
-        f"least {MIN_SHARE_PERCENT:g}% of the dataset's cost",
+        caption=f"the median chunk's CPU per event; {comparison.note}; {comparison.tested} "
+        f"changes tested, family-wise false-alarm level {comparison.alpha:g} (Holm); marked: "
+        f"beyond the noise and the phase at least {MIN_SHARE_PERCENT:g}% of its dataset's cost",
         header_style="bold cyan",
     )
     for name in ("Dataset", "Phase"):
@@ -160,10 +159,9 @@ def cost_change_table(before: str, after: str, changes: Sequence[CostChange]) ->
     table.add_column(safe_text(f"{before} (µs/event)"), justify="right")
     table.add_column(safe_text(f"{after} (µs/event)"), justify="right")
     table.add_column("change", justify="right")
-    table.add_column(f"{LEVEL:.0%} interval", justify="right")
+    table.add_column(f"{level:.1%} interval", justify="right")
     table.add_column("")
-    for c in changes:
-        interval = "N/A" if c.low is None else f"[{c.low:+.1f}%, {c.high:+.1f}%]"
+    for c in comparison.changes:
         style = "bold red" if c.regression else "bold green" if c.marked else "dim"
         table.add_row(
             safe_text(c.dataset),
@@ -171,7 +169,7 @@ def cost_change_table(before: str, after: str, changes: Sequence[CostChange]) ->
             format_number(c.before_us),
             format_number(c.after_us),
             f"{c.change_percent:+.1f}%",
-            interval,
+            f"[{c.low:+.1f}%, {c.high:+.1f}%]",
             Text(c.note.upper() if c.marked else c.note, style=style),
         )
     return table
