@@ -20,7 +20,7 @@ from browser import run_chromium
 from measured_run import measure
 
 from roastcoffea import RoastPlugin
-from roastcoffea.units import format_bytes, format_time
+from roastcoffea.units import format_bytes, format_rate, format_time
 
 #: A private cluster of its own.
 pytestmark = pytest.mark.cluster
@@ -77,6 +77,9 @@ def test_the_data_are_the_runs_own(served: Any) -> None:
     assert (run["chunks"], run["events"], run["done"]) == (m["num_chunks"], m["total_events"], True)
     for phase, seconds in m["phase_wall_seconds"].items():
         assert run["phases"].get(phase, 0.0) == pytest.approx(seconds, rel=1e-9, abs=1e-12)
+    # One number per name: the row's event rate is the collector's, on its wall time.
+    assert run["wall_time"] == m["wall_time"]
+    assert run["events"] / run["wall_time"] == pytest.approx(1e3 * m["event_rate_wall_khz"])
     # Per dataset, the digests' walls equal the phase records' (an independent path).
     for dataset, phases in m["phase_per_dataset"].items():
         for phase, seconds in phases.items():
@@ -100,9 +103,11 @@ def test_chromium_shows_the_page_with_the_runs_figures(served: Any) -> None:
     span = measured.collector.span_id
     assert re.search(
         rf'<td class="run" data-span="{span}">[^<]*coffea-processing {span[:8]}</td>'
-        rf'<td>done</td><td class="n">{m["num_chunks"]}</td>',
+        rf'<td>done</td><td class="n">{m["num_chunks"]}</td>'
+        rf'<td class="n">{m["total_events"]:,}</td>'
+        rf'<td class="n">{format_rate(1e3 * m["event_rate_wall_khz"])}</td>',
         dom,
-    ), "the run's row"
+    ), "the run's row, its rate the summary's Event Rate (Wall Time)"
     seconds = sum(data["thread_seconds"]["processor"].values())
     assert f'<td>processor</td><td class="n">{format_time(seconds)}</td>' in dom
 

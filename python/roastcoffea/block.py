@@ -255,7 +255,9 @@ class Block:
         assert self.span_id is not None
         deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
         t_to = (self.t_end or time.time()) + WINDOW_PAD
-        reply = finish_session(self.client, self.span_id, SPAN_NAME, (self._t_from, t_to), deadline)
+        reply = finish_session(
+            self.client, self.span_id, SPAN_NAME, (self._t_from, t_to), deadline, self.wall_time
+        )
         for address, message in reply["flush"].get("errors", {}).items():
             self.errors.append(f"flush {address}: {message}")
         if not isinstance(reply["snapshot"], bytes):

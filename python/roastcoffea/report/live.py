@@ -233,13 +233,15 @@ class LiveView:
         def rate(value: float | None, fmt: str) -> str:
             return "[dim]waiting for data[/dim]" if value is None else fmt.format(value)
 
+        # Two time bases, two names: the last seconds while running, the block at the end.
+        basis = "(wall time)" if self.settled else f"(last {RATE_WINDOW:g} s)"
         table = Table.grid(padding=(0, 2))
         table.add_column(style="cyan", no_wrap=True)
         table.add_column(justify="right", style="magenta")
         table.add_column(style="cyan", no_wrap=True)
         table.add_column(justify="right", style="magenta")
         table.add_row(
-            "Event rate",
+            f"Event rate {basis}",
             "[dim]waiting for data[/dim]"
             if s["events_per_s"] is None
             else format_rate(s["events_per_s"]),
@@ -247,7 +249,7 @@ class LiveView:
             str(s["workers"]),
         )
         table.add_row(
-            "Data rate",
+            f"Data rate {basis}",
             rate(s["gbps"], "{:.3f} Gbps"),
             "Memory",
             "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"]),

@@ -140,6 +140,7 @@ def finish_session(
     tag: str,
     window: tuple[float, float],
     deadline: ExitDeadline,
+    wall_time: float | None = None,
 ) -> FinishReply:
     """Sample, flush every worker and snapshot the span, in one scheduler call.
 
@@ -161,6 +162,8 @@ def finish_session(
     deadline : ExitDeadline
         The exit's time: the flush waits ``deadline.flush`` seconds for each
         worker, and the call returns within what is left of the deadline.
+    wall_time : float, optional
+        The block's seconds, for the run's row on the dashboard page.
 
     Returns
     -------
@@ -186,6 +189,7 @@ def finish_session(
             t_to=float(t_to),
             timeout=deadline.flush,
             tag=tag,
+            wall_time=wall_time,
         )
 
     try:

@@ -18,9 +18,9 @@ pages. The page (``dashboard.html``, no network needed) reads
 Cumulative since the plugin started, for every run on the cluster, as the
 Prometheus series are; and per run (a collector's span, the latest
 :data:`~roastcoffea.plugin.scheduler.totals.MAX_RUNS`): its chunks, events, bytes,
-phases and event rate (its events over the time from its first record's arrival to
-its last's), and whether Dask says its span is done, so each running collector has
-its own row.
+phases and, once its block has ended, its event rate over the block's wall time (the
+collector's ``event_rate_wall_khz``: the collector sends its wall time at its exit), and
+whether Dask says its span is done, so each running collector has its own row.
 """
 
 from __future__ import annotations
@@ -123,6 +123,7 @@ class DashboardData:
             "chunks": run.chunks,
             "events": run.events,
             "bytes": run.bytes_read,
+            "wall_time": run.wall_time,
             "phases": phases,
         }
 

@@ -12,6 +12,7 @@ is counted in the plugin's errors and raised to the caller, never into Dask.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -74,13 +75,20 @@ class PluginHandlers:
             }
 
     async def finish(
-        self, span_id: str, t_from: float, t_to: float, timeout: float, tag: str
+        self,
+        span_id: str,
+        t_from: float,
+        t_to: float,
+        timeout: float,
+        tag: str,
+        wall_time: float | None = None,
     ) -> FinishReply:
         """Handler ``roastcoffea_finish``: a collector's exit in one call.
 
         A sampler pass, the flush (``timeout`` seconds per worker), the snapshot of
         the span's subtree over ``[t_from, t_to]`` (its end widened to the pass), and
         the release of the span's records unless a span tagged ``tag`` encloses it.
+        ``wall_time``, the block's seconds, ends the run's row of the running totals.
         """
         tick = self.open()
         start = time()
@@ -88,6 +96,11 @@ class PluginHandlers:
         flush_seconds = time() - start
         t_to = max(t_to, tick["time"]) + WINDOW_PAD
         data = self.snapshot(span_id=span_id, t_from=t_from, t_to=t_to, release_unless_inside=tag)
+        totals = self.plugin.totals
+        if isinstance(wall_time, float) and math.isfinite(wall_time) and wall_time >= 0:
+            with self.plugin.guard("end run"):
+                if totals is not None:
+                    totals.end_run(span_id, wall_time)
         return {"t_to": t_to, "flush": flushed, "flush_seconds": flush_seconds, "snapshot": data}
 
     def snapshot(

@@ -52,10 +52,12 @@ class Tally:
 
 @dataclass
 class RunTally(Tally):
-    """A run's tally (its span's), and when its first and latest records arrived."""
+    """A run's tally (its span's), when its first and latest records arrived, and its
+    collector's block wall time once the block has ended (None before)."""
 
     first: float = 0.0
     last: float = 0.0
+    wall_time: float | None = None
 
 
 @dataclass
@@ -115,6 +117,13 @@ class RunningTotals:
             phase = vocab.PHASE_OF_ACTIVITY.get(activity)
             if phase is not None and unit == vocab.WALL:
                 totals[phase] += value
+
+    def end_run(self, span: str, wall_time: float) -> None:
+        """The run of ``span`` ended: its block took ``wall_time`` seconds (its collector's
+        ``wall_time``). A run that sent nothing is not kept."""
+        tally = self.runs.get(span)
+        if tally is not None:
+            tally.wall_time = wall_time
 
     def label(self, dataset: str | None) -> str:
         """The dataset's label: its name while fewer than ``max_datasets`` have one."""
