@@ -102,6 +102,111 @@ def test_legends_never_cover_data(shapes: dict[str, dict[str, Any]]) -> None:
     assert not broken(shapes, check)
 
 
+def test_legends_never_cover_ticks_or_axis_labels(shapes: dict[str, dict[str, Any]]) -> None:
+    def check(fig: Figure) -> Iterator[str]:
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        texts = [
+            text
+            for ax in fig.axes
+            for text in (
+                *ax.get_xticklabels(),
+                *ax.get_yticklabels(),
+                ax.xaxis.label,
+                ax.yaxis.label,
+            )
+            if text.get_visible() and text.get_text()
+        ]
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            box = legend.get_window_extent(renderer)
+            for text in texts:
+                if box.overlaps(text.get_window_extent(renderer)):
+                    yield f"the legend covers {text.get_text()!r}"
+
+    assert not broken(shapes, check)
+
+
+def test_every_timeline_counts_seconds_from_the_block_s_start(
+    shapes: dict[str, dict[str, Any]],
+) -> None:
+    def check(fig: Figure) -> Iterator[str]:
+        for ax in plot_axes(fig):
+            if isinstance(ax.xaxis.get_major_formatter(), ConciseDateFormatter):
+                yield "a time axis of dates"
+            label = ax.get_xlabel()
+            if label.startswith("seconds since") and label != "seconds since the block's start":
+                yield f"a time axis from another origin: {label!r}"
+
+    assert not broken(shapes, check)
+    # The same instant is at the same x on two figures of one run.
+    metrics = shapes["demo"]
+    drawn = dict(figures(metrics))
+    (split,) = plot_axes(drawn["wall_split"])
+    (phases,) = plot_axes(drawn["phase_timeline"])
+    first = min(r["t_start"] for r in metrics["raw_phase_records"])
+    bars = [p.get_x() for p in split.patches if p.get_height() == pytest.approx(0.7)]
+    assert min(bars) == pytest.approx(first - metrics["time_origin"], abs=1e-6)
+    starts = [path.vertices[:, 0].min() for c in phases.collections for path in c.get_paths()]
+    assert min(starts) == pytest.approx(first - metrics["time_origin"], abs=1e-6)
+
+
+def test_every_worker_thread_keeps_its_lane(shapes: dict[str, dict[str, Any]]) -> None:
+    one = shapes["one chunk"]
+    threads = sum(
+        int(max(v for _, v in points)) for points in one["tracking_data"]["worker_cores"].values()
+    )
+    assert threads > 1  # the one chunk leaves threads idle
+    drawn = dict(figures(one))
+    (phases,) = plot_axes(drawn["phase_timeline"])
+    labels = [t.get_text() for t in phases.get_yticklabels()]
+    assert len(labels) == threads and sum("(idle)" in t for t in labels) == threads - 1
+    (split,) = plot_axes(drawn["wall_split"])
+    assert split.get_ylim() == (threads - 0.5, -0.5)
+
+
+def test_the_icicle_s_labels_fit_their_frames(shapes: dict[str, dict[str, Any]]) -> None:
+    for shape, metrics in shapes.items():
+        drawn = dict(figures(metrics))
+        if "profile_icicle" not in drawn:
+            continue
+        fig = drawn["profile_icicle"]
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        (ax,) = plot_axes(fig)
+        boxes = [p.get_window_extent(renderer) for p in ax.patches]
+        labels = [t.get_window_extent(renderer) for t in ax.texts]
+        assert labels, shape
+        for label in labels:
+            assert any(
+                box.x0 <= label.x0 and label.x1 <= box.x1 and box.y0 <= label.y0 <= box.y1
+                for box in boxes
+            ), shape
+        for a, b in itertools.combinations(labels, 2):
+            assert not a.overlaps(b), shape
+
+
+def test_runtimes_are_fitted_per_dataset(shapes: dict[str, dict[str, Any]]) -> None:
+    from roastcoffea.plots.chunks import plot_runtime_vs_events
+
+    # Two datasets of different cost per event: a line each, never one through both.
+    records = [
+        {"dataset": name, "num_events": n, "duration": offset + per_event * n}
+        for name, per_event, offset in (("cheap", 1e-5, 0.5), ("dear", 4e-5, 0.1))
+        for n in (1000, 2000, 3000, 4000)
+    ]
+    _, ax = plot_runtime_vs_events(records)
+    fits = {line.get_label(): line for line in ax.get_lines()}
+    assert sorted(fits) == ["cheap: 0.01 ms/event + 0.5 s", "dear: 0.04 ms/event + 0.1 s"]
+    # A run whose datasets have too few chunk sizes: no line, and the caption names them.
+    metrics = shapes["one large dataset"]
+    datasets = {r["dataset"] for r in metrics["raw_chunk_metrics"]}
+    (ax,) = plot_axes(dict(figures(metrics))["runtime_vs_events"])
+    fitted = {str(line.get_label()).split(":")[0] for line in ax.get_lines()}
+    captions = " ".join(t.get_text() for t in ax.texts)
+    assert fitted | {d for d in datasets if d in captions} == datasets
+
+
 def test_counts_have_whole_number_ticks(shapes: dict[str, dict[str, Any]]) -> None:
     def check(fig: Figure) -> Iterator[str]:
         for ax in plot_axes(fig):

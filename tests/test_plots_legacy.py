@@ -44,6 +44,11 @@ def reported(points: list[tuple[Any, Any]]) -> tuple[list[dt.datetime], list[flo
     return [t for t, _ in kept], [v for _, v in kept]
 
 
+def since(times: Any, origin: float) -> list[float]:
+    """Datetimes as the timelines draw them: seconds since ``origin`` (epoch s)."""
+    return [t.timestamp() - origin for t in times]
+
+
 def lines_by_label(ax: Axes) -> dict[str, Any]:
     """The axes' lines keyed by label."""
     return {line.get_label(): line for line in ax.get_lines()}
@@ -97,10 +102,14 @@ def test_there_are_21_plots() -> None:
 def test_signature_is_that_of_0_1_2(plot: Callable[..., Any]) -> None:
     first, defaults = SIGNATURES[plot]
     parameters = list(inspect.signature(plot).parameters.values())
+    # 0.1.2's parameters in its order; what is new comes after them, by keyword only.
+    added = [p for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in defaults]
+    parameters = [p for p in parameters if p not in added]
     assert parameters[0].name == first
     assert parameters[0].default is inspect.Parameter.empty
     assert {p.name: p.default for p in parameters[1:]} == defaults
     assert [p.name for p in parameters[1:]] == list(defaults)
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in added), added
 
 
 @pytest.mark.parametrize("plot", SIGNATURES, ids=lambda f: f.__name__)
@@ -189,15 +198,16 @@ def test_per_worker_timeline_draws_one_line_per_worker(
     metrics: dict[str, Any], plot: Callable[..., Any], key: str, ylabel: str
 ) -> None:
     series = metrics["tracking_data"][key]
-    _, ax = plot(metrics["tracking_data"])
+    origin = metrics["time_origin"]
+    _, ax = plot(metrics["tracking_data"], origin=origin)
     lines = lines_by_label(ax)
     assert set(lines) == set(series) and len(series) == 2
     for worker, points in series.items():
         times, values = reported(points)
-        assert list(lines[worker].get_xdata()) == times
+        np.testing.assert_allclose(lines[worker].get_xdata(), since(times, origin), atol=1e-6)
         np.testing.assert_allclose(lines[worker].get_ydata(), values)
     assert ax.get_ylabel() == ylabel
-    assert ax.get_xlabel() == "time (UTC)"
+    assert ax.get_xlabel() == "seconds since the block's start"
     assert ax.get_title() == SIGNATURES[plot][1]["title"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == sorted(series)
 
@@ -214,8 +224,13 @@ def test_memory_per_worker_is_percent_of_limit(metrics: dict[str, Any]) -> None:
     _, ax = memory.plot_memory_utilization_per_worker_timeline(metrics["tracking_data"])
     lines = lines_by_label(ax)
     assert set(lines) == set(expected)
+    # Without the block's start: seconds since the first instant drawn, as the label says.
+    first = min(t for points in expected.values() for t, _ in points)
+    assert ax.get_xlabel() == f"seconds since {first:%H:%M:%S} UTC (the first instant)"
     for worker, points in expected.items():
-        assert list(lines[worker].get_xdata()) == [t for t, _ in points]
+        np.testing.assert_allclose(
+            lines[worker].get_xdata(), since([t for t, _ in points], first.timestamp()), atol=1e-6
+        )
         np.testing.assert_allclose(lines[worker].get_ydata(), [p for _, p in points])
     assert ax.get_ylabel() == "memory (% of limit)"
     # The run used a few % of its limit: the axis ends near the data, and says so.
@@ -230,10 +245,10 @@ def band_range(ax: Axes) -> tuple[float, float]:
     return float(vertices[:, 1].min()), float(vertices[:, 1].max())
 
 
-def check_mean_band(ax: Axes, grouped: dict[dt.datetime, list[float]]) -> None:
+def check_mean_band(ax: Axes, grouped: dict[dt.datetime, list[float]], origin: float) -> None:
     """The mean line and the min-max band equal the per-instant statistics."""
     mean = lines_by_label(ax)["mean"]
-    assert list(mean.get_xdata()) == list(grouped)
+    np.testing.assert_allclose(mean.get_xdata(), since(grouped, origin), atol=1e-6)
     np.testing.assert_allclose(mean.get_ydata(), [np.mean(v) for v in grouped.values()])
     low = min(min(v) for v in grouped.values())
     high = max(max(v) for v in grouped.values())
@@ -242,8 +257,9 @@ def check_mean_band(ax: Axes, grouped: dict[dt.datetime, list[float]]) -> None:
 
 def test_cpu_mean_timeline(metrics: dict[str, Any]) -> None:
     grouped = per_instant(metrics["tracking_data"]["worker_cpu"])
-    _, ax = cpu.plot_cpu_utilization_mean_timeline(metrics["tracking_data"])
-    check_mean_band(ax, grouped)
+    origin = metrics["time_origin"]
+    _, ax = cpu.plot_cpu_utilization_mean_timeline(metrics["tracking_data"], origin=origin)
+    check_mean_band(ax, grouped, origin)
     assert ax.get_ylabel() == "CPU (% of one core)"
     assert ax.get_ylim()[1] >= max(100.0, max(max(v) for v in grouped.values()))
     assert ax.get_title() == "CPU Utilization Over Time"
@@ -251,16 +267,18 @@ def test_cpu_mean_timeline(metrics: dict[str, Any]) -> None:
 
 def test_memory_mean_timeline(metrics: dict[str, Any]) -> None:
     grouped = per_instant(memory_percent(metrics["tracking_data"]))
-    _, ax = memory.plot_memory_utilization_mean_timeline(metrics["tracking_data"])
-    check_mean_band(ax, grouped)
+    origin = metrics["time_origin"]
+    _, ax = memory.plot_memory_utilization_mean_timeline(metrics["tracking_data"], origin=origin)
+    check_mean_band(ax, grouped, origin)
     assert ax.get_ylabel() == "memory (% of limit)"
 
 
 def test_total_active_tasks_is_the_sum_per_instant(metrics: dict[str, Any]) -> None:
     grouped = per_instant(metrics["tracking_data"]["worker_active_tasks"])
-    _, ax = throughput.plot_total_active_tasks_timeline(metrics["tracking_data"])
+    origin = metrics["time_origin"]
+    _, ax = throughput.plot_total_active_tasks_timeline(metrics["tracking_data"], origin=origin)
     line, threads = ax.get_lines()
-    assert list(line.get_xdata()) == list(grouped)
+    np.testing.assert_allclose(line.get_xdata(), since(grouped, origin), atol=1e-6)
     np.testing.assert_allclose(line.get_ydata(), [sum(v) for v in grouped.values()])
     assert max(line.get_ydata()) > 0
     assert ax.get_ylabel() == "tasks assigned (executing or waiting)"
@@ -271,9 +289,10 @@ def test_total_active_tasks_is_the_sum_per_instant(metrics: dict[str, Any]) -> N
 
 def test_worker_count_timeline(metrics: dict[str, Any]) -> None:
     counts = metrics["tracking_data"]["worker_counts"]
-    _, ax = workers.plot_worker_count_timeline(metrics["tracking_data"])
+    origin = metrics["time_origin"]
+    _, ax = workers.plot_worker_count_timeline(metrics["tracking_data"], origin=origin)
     (line,) = ax.get_lines()
-    assert list(line.get_xdata()) == sorted(counts)
+    np.testing.assert_allclose(line.get_xdata(), since(sorted(counts), origin), atol=1e-6)
     assert list(line.get_ydata()) == [counts[t] for t in sorted(counts)]
     assert set(line.get_ydata()) == {2}
     assert ax.get_ylabel() == "workers"
@@ -319,11 +338,11 @@ def test_cpu_above_100_percent_is_shown() -> None:
 RATE_UNITS = {"Gbps": 1.0, "Mbps": 1e-3, "kbps": 1e-6, "bps": 1e-9}
 
 
-def drawn_gbps(ax: Axes) -> tuple[list[float], np.ndarray]:
+def drawn_gbps(ax: Axes, origin: float) -> tuple[list[float], np.ndarray]:
     """Edges (epoch s) and rates (Gbit/s) of the throughput line, whatever its unit."""
     unit = ax.get_ylabel().removeprefix("throughput (").removesuffix(")")
     line = lines_by_label(ax)["throughput"]
-    edges = [t.timestamp() for t in line.get_xdata()]
+    edges = [origin + t for t in line.get_xdata()]
     return edges, np.asarray(line.get_ydata()) * RATE_UNITS[unit]
 
 
@@ -337,8 +356,9 @@ def expected_gbps(chunk_info: dict[Any, Any]) -> tuple[list[float], list[float]]
 def test_throughput_is_exact_at_every_chunk_boundary(metrics: dict[str, Any]) -> None:
     info = metrics["chunk_info"]
     assert len(info) == 28 and all(n is not None for _, _, n in info.values())
-    fig, ax = throughput.plot_throughput_timeline(info, metrics["tracking_data"])
-    edges, rates = drawn_gbps(ax)
+    origin = metrics["time_origin"]
+    fig, ax = throughput.plot_throughput_timeline(info, metrics["tracking_data"], origin=origin)
+    edges, rates = drawn_gbps(ax, origin)
     want_edges, want_rates = expected_gbps(info)
     np.testing.assert_allclose(edges, want_edges, rtol=0, atol=1e-5)
     np.testing.assert_allclose(rates, want_rates, rtol=1e-9, atol=1e-15)
@@ -358,7 +378,7 @@ def test_throughput_sums_overlapping_chunks_and_skips_unmeasured() -> None:
         ("b", 0, 10): (100.5, 101.5, None),  # not measured
     }
     _, ax = throughput.plot_throughput_timeline(info)
-    edges, rates = drawn_gbps(ax)
+    edges, rates = drawn_gbps(ax, 100.0)  # no origin given: the first edge
     assert edges == [100.0, 101.0, 102.0, 103.0]
     np.testing.assert_allclose(rates, [4.0, 6.0, 2.0, 0.0])
     assert ax.get_ylabel() == "throughput (Gbps)"
@@ -374,12 +394,12 @@ def test_throughput_of_many_chunks_is_binned_and_keeps_every_byte() -> None:
         for i in range(n)
     }
     _, ax = throughput.plot_throughput_timeline(info)
-    edges, rates = drawn_gbps(ax)
+    edges, rates = drawn_gbps(ax, 1e9)
     assert len(edges) == throughput.THROUGHPUT_BINS + 1
     assert "mean over" in ax.get_title() and rates[-1] == 0.0
     sent = sum(b for _, _, b in info.values()) * 8 / 1e9
     drawn = float(np.sum(np.diff(edges) * np.array(rates[:-1])))
-    assert drawn == pytest.approx(sent, rel=1e-5)  # the figure's times are in microseconds
+    assert drawn == pytest.approx(sent, rel=1e-9)
     steps, rate, _, _ = throughput._throughput_steps(info)
     grid, means = throughput._binned(steps, rate, throughput.THROUGHPUT_BINS)
     assert float(np.sum(np.diff(grid) * means[:-1])) == pytest.approx(sent, rel=1e-12)
@@ -414,7 +434,7 @@ def test_failed_chunks_are_left_out_of_runtimes(metrics: dict[str, Any]) -> None
     assert max(p.get_x() + p.get_width() for p in ax.patches) < 1000.0
     assert "1 failed chunk left out" in texts(ax)
     _, ax = chunks.plot_runtime_vs_events(records)
-    assert len(ax.collections[0].get_offsets()) == len(records) - 1
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(records) - 1
     with pytest.raises(ValueError, match="duration"):
         chunks.plot_runtime_distribution([records[0]])
 
@@ -423,7 +443,11 @@ def test_runtime_vs_events(metrics: dict[str, Any]) -> None:
     records = metrics["raw_chunk_metrics"]
     _, ax = chunks.plot_runtime_vs_events(records)
     points = sorted((r["num_events"], r["duration"]) for r in records)
-    assert sorted(map(tuple, ax.collections[0].get_offsets().tolist())) == points
+    drawn = [tuple(p) for c in ax.collections for p in c.get_offsets().tolist()]
+    assert sorted(drawn) == points
+    assert {c.get_label() for c in ax.collections} == {
+        f"{r['dataset']}: chunks" for r in records
+    }  # one colour per dataset
     assert ax.get_lines() == []  # every chunk has 10 events: no line to fit
     assert ax.get_xlabel() == "events per chunk" and ax.get_ylabel() == "duration (s)"
 

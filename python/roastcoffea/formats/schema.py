@@ -488,6 +488,8 @@ NUMBERS = (
     "cpu_wait_seconds", "blocked_seconds", "cpu_wait_percent", "blocked_percent",
     "cpu_wait_split_bound_seconds", "decompress_amplification",
 )  # fmt: skip
+#: Instants: epoch seconds on the scheduler's clock.
+INSTANTS = ("time_origin",)
 #: The counts: a whole number >= 0, or None.
 COUNTS = (
     "num_chunks", "num_failed_chunks", "num_successful_chunks", "total_events_from_chunks",
@@ -500,6 +502,7 @@ COUNTS = (
 METRICS: dict[str, Check] = {
     **dict.fromkeys(NUMBERS, some_number),
     **dict.fromkeys(COUNTS, some_count),
+    **dict.fromkeys(INSTANTS, optional(epoch)),
     "processor_prefix_source": some_text,
     "accessed_branches": optional(texts),
     "processor_prefixes": optional(texts),

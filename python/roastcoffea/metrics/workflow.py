@@ -82,6 +82,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         out.put("wall_time", inputs.wall_time)
     else:
         out.missing("wall_time", "the collector's wall time is 0")
+    out.put("time_origin", inputs.t_start)
     _put_totals(inputs, out)
     _put_num_chunks(inputs, out)
     out.derive(

@@ -20,14 +20,15 @@ import inspect
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import offset_copy
 
 #: Resolution of saved figures (as roastcoffea 0.1.2).
 DPI = 150
@@ -62,6 +63,9 @@ SHARED_PARAMETERS = {
     "figsize": "figsize : tuple of float\n    Figure size in inches.",
     "title": "title : str\n    Axes title.",
     "bins": "bins : int\n    Number of histogram bins.",
+    "origin": "origin : float, optional\n"
+    '    The time origin, epoch seconds on the scheduler clock: ``metrics["time_origin"]``,\n'
+    "    the collector's block start. None: the first instant drawn.",
     "max_legend_entries": "max_legend_entries : int\n"
     "    Largest number of workers shown in a legend; above it, a note gives\n"
     "    the number of workers instead.",
@@ -188,10 +192,29 @@ def require_key(data: Mapping[str, Any] | None, key: str, source: str) -> Any:
     return value
 
 
-def legend(ax: Axes, **options: Any) -> Any:
-    """The legend of ``ax``, beside it on the right: it never covers data."""
+def legend(ax: Axes, twin: Axes | None = None, **options: Any) -> Any:
+    """The legend of ``ax``, beside it on the right: it never covers data.
+
+    With a ``twin`` (a second y axis on the right), the legend starts past the twin's
+    tick labels and axis label, measured once the figure is laid out; the offset is in
+    inches, so it holds at any resolution the figure is saved at.
+    """
     options.setdefault("fontsize", "small")
-    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
+    transform = ax.transAxes
+    if twin is not None:
+        fig = ax.get_figure()
+        assert isinstance(fig, Figure)
+        fig.draw_without_rendering()
+        box = twin.get_tightbbox()
+        past = 0.0 if box is None else max(box.x1 - ax.get_window_extent().x1, 0.0)
+        transform = offset_copy(ax.transAxes, fig=fig, x=past / fig.dpi, units="inches")
+    return ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        bbox_transform=transform,
+        borderaxespad=0.0,
+        **options,
+    )
 
 
 def count_axis(ax: Axes, axis: Literal["x", "y"] = "y") -> None:
@@ -274,15 +297,42 @@ def label_axes(
         ax.grid(True, alpha=0.3, axis=grid)
 
 
-def time_axis(ax: Axes, ylabel: str, title: str, whole: bool = False) -> None:
-    """Label a timeline: UTC time on x (concise dates), ``ylabel`` with its unit.
+@dataclass(frozen=True)
+class Clock:
+    """Times as seconds since one origin: the block's start, on every timeline.
+
+    ``metrics["time_origin"]`` is the collector's block start (scheduler clock, the clock
+    of every time in a measurement); a figure drawn from data alone, without it, counts
+    from the first instant it draws and says so in its label.
+    """
+
+    origin: float
+    label: str
+
+    @classmethod
+    def of(cls, origin: float | None, instants: Any) -> Clock:
+        """The clock of ``origin`` (epoch seconds), else of the earliest of ``instants``."""
+        if origin is not None:
+            return cls(float(origin), "seconds since the block's start")
+        first = float(min(epoch(t) for t in instants))
+        return cls(first, f"seconds since {to_datetime(first):%H:%M:%S} UTC (the first instant)")
+
+    def __call__(self, times: Any) -> np.ndarray:
+        """``times`` (datetimes or epoch seconds) as seconds since the origin."""
+        return np.array([epoch(t) - self.origin for t in times], dtype=float)
+
+
+def epoch(value: Any) -> float:
+    """Epoch seconds of a datetime (naive ones are UTC) or of a number."""
+    return to_datetime(value).timestamp() if isinstance(value, dt.datetime) else float(value)
+
+
+def time_axis(ax: Axes, ylabel: str, title: str, clock: Clock, whole: bool = False) -> None:
+    """Label a timeline: seconds since the clock's origin on x, ``ylabel`` with its unit.
 
     ``whole``: the values are counts (tasks, workers), so the y ticks are integers.
     """
-    locator = AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=dt.timezone.utc))
-    label_axes(ax, "time (UTC)", ylabel, title, grid="both")
+    label_axes(ax, clock.label, ylabel, title, grid="both")
     if whole:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 

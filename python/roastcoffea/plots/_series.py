@@ -40,6 +40,11 @@ def _reported(points: Any) -> tuple[list[dt.datetime], np.ndarray]:
     return [t for t, _ in kept], np.array([v for _, v in kept], dtype=float)
 
 
+def instants(series: WorkerSeries) -> list[dt.datetime]:
+    """Every sample time of every worker of ``series``."""
+    return [t for times, _ in series.values() for t in times]
+
+
 def worker_series(tracking_data: Mapping[str, Any] | None, key: str) -> WorkerSeries:
     """``tracking_data[key]`` per worker, unreported values dropped.
 
@@ -128,9 +133,10 @@ def draw_per_worker(
     max_legend_entries: int,
     ylabel: str,
     title: str,
+    clock: common.Clock,
     whole: bool = False,
 ) -> None:
-    """One line per worker (labelled with its address) on a UTC time axis.
+    """One line per worker (labelled with its address), over seconds since ``clock``'s origin.
 
     Workers get their own color, line style and marker, and each line is
     drawn thinner than the one before it: workers with the same values draw
@@ -142,7 +148,7 @@ def draw_per_worker(
     widths = np.linspace(WIDEST, NARROWEST, len(series)) if len(series) > 1 else [1.6]
     for i, (worker, (times, values)) in enumerate(series.items()):
         ax.plot(
-            np.asarray(times),
+            clock(times),
             values,
             linestyle=LINESTYLES[i % len(LINESTYLES)],
             marker=MARKERS[i % len(MARKERS)],
@@ -152,7 +158,7 @@ def draw_per_worker(
             color=common.COLORS[i % len(common.COLORS)],
             label=worker,
         )
-    common.time_axis(ax, ylabel, title, whole)
+    common.time_axis(ax, ylabel, title, clock, whole)
     if len(series) <= max_legend_entries:
         common.legend(ax, title="worker")
     else:
@@ -182,7 +188,7 @@ def per_worker_plot(
     ``series`` is the key of ``tracking_data`` drawn, or a function giving the
     series. The figure function keeps the decorated one's name and summary
     (its docstring) and has the parameters ``(tracking_data, output_path=None,
-    figsize=(12, 6), title=title, max_legend_entries=5)``; its docstring says
+    figsize=(12, 6), title=title, max_legend_entries=5, origin=None)``; its docstring says
     it ``reads`` that and raises ValueError when ``refused``. The y axis starts
     at 0 and, for a ``percent`` series, reaches at least 100 %; a ``whole``
     series (a count) has integer ticks.
@@ -195,6 +201,8 @@ def per_worker_plot(
             figsize: Size = (12, 6),
             title: str = title,
             max_legend_entries: int = 5,
+            *,
+            origin: float | None = None,
         ) -> FigureAxes:
             drawn = read(tracking_data)
             fig, ax = common.new_figure(figsize)
@@ -202,7 +210,8 @@ def per_worker_plot(
                 ax.set_title(title)
                 common.say_instead(ax, all_zero(drawn))
                 return fig, ax
-            draw_per_worker(ax, drawn, max_legend_entries, ylabel, title, whole)
+            clock = common.Clock.of(origin, instants(drawn))
+            draw_per_worker(ax, drawn, max_legend_entries, ylabel, title, clock, whole)
             if percent:
                 percent_ylim(ax, peak_of(drawn))
             else:
@@ -227,18 +236,23 @@ def band_plot(
     As :func:`per_worker_plot`, for the mean of the series over the workers
     that reported at each sample instant (line) with their minimum to maximum
     (band); parameters ``(tracking_data, output_path=None, figsize=(10, 4),
-    title=title)``; the y axis from 0 to at least 100 %.
+    title=title, origin=None)``; the y axis from 0 to at least 100 %.
     """
     read = _reader(series)
 
     def decorate(described: Callable[[], None]) -> Callable[..., FigureAxes]:
         def draw(
-            tracking_data: TrackingData, figsize: Size = (10, 4), title: str = title
+            tracking_data: TrackingData,
+            figsize: Size = (10, 4),
+            title: str = title,
+            *,
+            origin: float | None = None,
         ) -> FigureAxes:
             stats = across_workers(read(tracking_data))
             fig, ax = common.new_figure(figsize)
-            draw_band(ax, stats, color, "mean")
-            common.time_axis(ax, ylabel, title)
+            clock = common.Clock.of(origin, stats.times)
+            draw_band(ax, stats, color, "mean", clock)
+            common.time_axis(ax, ylabel, title, clock)
             percent_ylim(ax, float(stats.high.max()))
             common.legend(ax)
             return fig, ax
@@ -267,9 +281,9 @@ def note_workers(ax: Axes, count: int) -> None:
     common.caption(ax, f"{count} workers, one line each")
 
 
-def draw_band(ax: Axes, stats: InstantStats, color: str, label: str) -> None:
+def draw_band(ax: Axes, stats: InstantStats, color: str, label: str, clock: common.Clock) -> None:
     """The mean across workers as a line, with the min-max range as a band."""
-    times = np.asarray(stats.times)
+    times = clock(stats.times)
     ax.fill_between(times, stats.low, stats.high, color=color, alpha=0.25, label="min-max")
     ax.plot(times, stats.mean, color=color, linewidth=1.8, label=label)
 
@@ -392,13 +406,15 @@ def in_start_order(records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(records, key=lambda r: (not has_number(r, "t_start"), r.get("t_start") or 0))
 
 
-def draw_worker_counts(ax: Axes, counts: Mapping[Any, int], **style: Any) -> None:
+def draw_worker_counts(
+    ax: Axes, counts: Mapping[Any, int], clock: common.Clock, **style: Any
+) -> None:
     """The worker count as a step line in time order (the count holds until the next sample).
 
     The y axis starts at 0, leaves room above the peak and has integer ticks.
     """
-    points = sorted((common.to_datetime(t), n) for t, n in counts.items())
-    times = np.asarray([t for t, _ in points])
+    points = sorted((common.epoch(t), n) for t, n in counts.items())
+    times = clock([t for t, _ in points])
     ax.plot(times, [n for _, n in points], drawstyle="steps-post", label="workers", **style)
     ax.set_ylim(bottom=0, top=max(n for _, n in points) * 1.1 + 0.5)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -200,7 +200,23 @@ def _dataset_durations(metrics: Metrics) -> bool:
 def _throughput(metrics: Metrics) -> tuple[Figure, Any]:
     """Throughput with the worker count on a twin axis when it was tracked."""
     tracking = metrics.get("tracking_data") if _has_worker_counts(metrics) else None
-    return throughput.plot_throughput_timeline(metrics["chunk_info"], tracking)
+    return throughput.plot_throughput_timeline(
+        metrics["chunk_info"], tracking, origin=metrics.get("time_origin")
+    )
+
+
+def _timeline(key: str, plot: Callable[..., tuple[Figure, Any]]) -> Draw:
+    """A draw function passing ``metrics[key]`` to a timeline, its origin the block's start."""
+    return lambda metrics: plot(metrics[key], origin=metrics.get("time_origin"))
+
+
+def _phase_timeline(metrics: Metrics) -> tuple[Figure, Any]:
+    """The phase timeline, a lane for every thread of every worker (idle ones too)."""
+    return phases.plot_phase_timeline(
+        metrics["raw_phase_records"],
+        origin=metrics.get("time_origin"),
+        threads=wall_split.worker_threads(metrics),
+    )
 
 
 def _from(key: str, plot: Callable[..., tuple[Figure, Any]], **options: Any) -> Draw:
@@ -218,7 +234,7 @@ def _spec(name: str, title: str, draw: Draw, present: Callable[[Metrics], bool])
 
 
 def _series_spec(name: str, title: str, plot: Callable[..., Any], key: str) -> _Spec:
-    return _spec(name, title, _from("tracking_data", plot), lambda m: _reported(m, key))
+    return _spec(name, title, _timeline("tracking_data", plot), lambda m: _reported(m, key))
 
 
 _SECONDS_OVERHEAD = ("compress", "decompress", "serialize", "deserialize")
@@ -228,19 +244,19 @@ _CATALOG: tuple[_Spec, ...] = (
     _spec(
         "worker_count",
         "Worker Count Over Time",
-        _from("tracking_data", workers.plot_worker_count_timeline),
+        _timeline("tracking_data", workers.plot_worker_count_timeline),
         _has_worker_counts,
     ),
     _spec(
         "memory_utilization_mean",
         "Memory Utilization Over Time",
-        _from("tracking_data", memory.plot_memory_utilization_mean_timeline),
+        _timeline("tracking_data", memory.plot_memory_utilization_mean_timeline),
         _memory_with_limit,
     ),
     _spec(
         "memory_utilization_per_worker",
         "Memory Utilization Per Worker Over Time",
-        _from("tracking_data", memory.plot_memory_utilization_per_worker_timeline),
+        _timeline("tracking_data", memory.plot_memory_utilization_per_worker_timeline),
         _memory_with_limit,
     ),
     _series_spec(
@@ -340,7 +356,7 @@ _CATALOG: tuple[_Spec, ...] = (
     _spec(
         "phase_timeline",
         "Chunk Phase Timeline",
-        _from("raw_phase_records", phases.plot_phase_timeline),
+        _phase_timeline,
         lambda m: isinstance(m.get("raw_phase_records"), list) and bool(m["raw_phase_records"]),
     ),
     _spec(

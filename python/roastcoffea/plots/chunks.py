@@ -56,17 +56,23 @@ def plot_runtime_distribution(
     return fig, ax
 
 
+#: A dataset's chunks are fitted with a line from this many distinct event counts: two
+#: sizes (the full chunks and a file's last, shorter one) give a line through two means.
+FIT_SIZES = 3
+
+
 @figure(figsize=(10, 6), title="Chunk Runtime vs Number of Events")
 def plot_runtime_vs_events(chunk_metrics: ChunkRecords, figsize: Size, title: str) -> FigureAxes:
-    """Plot each chunk's runtime against its number of events, with a linear fit.
+    """Plot each chunk's runtime against its number of events, with a linear fit per dataset.
 
-    One point per successful chunk: ``num_events`` on x, ``duration`` (wall
-    time of ``process()``) on y; failed chunks are left out, with a note. The
-    least-squares line (slope in ms per event) is drawn when there are at least
-    two distinct event counts; when every chunk has the same number of events,
-    a note says so instead. Unit: events on x, seconds on y.
+    One point per successful chunk, coloured by its dataset: ``num_events`` on x,
+    ``duration`` (wall time of ``process()``) on y; failed chunks are left out, with a
+    note. Each dataset with chunks of at least :data:`FIT_SIZES` distinct event counts
+    gets its own least-squares line (slope in ms per event): datasets differ in what
+    an event costs, so a line through all of them would fit none. A note names the
+    datasets whose chunks are too alike in size to fit. Unit: events on x, seconds on y.
 
-    Reads ``num_events``, ``duration`` (s) and ``error``.
+    Reads ``num_events``, ``duration`` (s), ``dataset`` and ``error``.
 
     Raises
     ------
@@ -77,35 +83,44 @@ def plot_runtime_vs_events(chunk_metrics: ChunkRecords, figsize: Size, title: st
     records = chunk_records(chunk_metrics)
     good = successful(records)
     points = [
-        (r["num_events"], r["duration"])
+        (r.get("dataset"), float(r["num_events"]), float(r["duration"]))
         for r in good
         if has_number(r, "num_events") and has_number(r, "duration")
     ]
     if not points:
         raise ValueError("no successful chunk record with 'num_events' and 'duration' to plot")
-    events, durations = np.array(points, dtype=float).T
     fig, ax = new_figure(figsize)
     if len(points) == 1:
+        _, events, duration = points[0]
         ax.set_title(title)
-        say_instead(ax, f"1 chunk: {events[0]:,.0f} events in {format_time(durations[0])}")
+        say_instead(ax, f"1 chunk: {events:,.0f} events in {format_time(duration)}")
         _note_failed(ax, len(records) - len(good))
         return fig, ax
-    ax.scatter(events, durations, color=COLORS[0], alpha=0.7, label="chunks")
-    if len(np.unique(events)) == 1:
-        caption(
-            ax,
-            f"every chunk has {events[0]:,.0f} events: no trend to fit; the spread of "
-            "durations is the runtime distribution",
+    unfitted = []
+    for i, dataset in enumerate(sorted({d for d, _, _ in points}, key=str)):
+        named = "" if dataset is None else f"{dataset}: "
+        sizes, seconds = (
+            np.array([p[k] for p in points if p[0] == dataset], dtype=float) for k in (1, 2)
         )
-    else:
-        slope, intercept = np.polyfit(events, durations, 1)
-        x = np.array([events.min(), events.max()])
+        color = COLORS[i % len(COLORS)]
+        ax.scatter(sizes, seconds, color=color, alpha=0.7, label=f"{named}chunks")
+        if len(np.unique(sizes)) < FIT_SIZES:
+            unfitted.append("the chunks" if dataset is None else str(dataset))
+            continue
+        slope, intercept = np.polyfit(sizes, seconds, 1)
+        x = np.array([sizes.min(), sizes.max()])
         ax.plot(
             x,
             slope * x + intercept,
-            color="red",
+            color=color,
             linestyle="--",
-            label=f"fit: {slope * 1e3:.3g} ms/event + {intercept:.3g} s",
+            label=f"{named}{slope * 1e3:.3g} ms/event + {intercept:.3g} s",
+        )
+    if unfitted:
+        caption(
+            ax,
+            f"no fit for {', '.join(unfitted)}: chunks of fewer than {FIT_SIZES} distinct "
+            "event counts; their spread of durations is the runtime distribution",
         )
     label_axes(ax, "events per chunk", "duration (s)", title, grid="both")
     legend(ax)

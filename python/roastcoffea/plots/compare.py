@@ -22,6 +22,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from roastcoffea.measurement import load_measurement, load_metadata
 from roastcoffea.plots._common import COLORS, figure, legend, new_figure
+from roastcoffea.plots._series import percent_ylim
 from roastcoffea.plots._types import Size
 
 #: What ``measurements`` may hold.
@@ -138,7 +139,7 @@ def _rates_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     ax.margins(y=0.3)
     twin.margins(y=0.3)
     handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    legend(ax, handles=handles)
+    legend(ax, twin, handles=handles)
 
 
 def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
@@ -148,8 +149,8 @@ def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     _bars(ax, x + BAR_WIDTH / 2, io_share, "processor time off CPU (%)", COLORS[3])
     ax.set_ylabel("percent (%)")
     ax.set_title("Efficiency")
-    top = np.nanmax(np.concatenate([efficiency, io_share, [100.0]]))
-    ax.set_ylim(0, 1.3 * top)
+    values = np.concatenate([efficiency, io_share])
+    percent_ylim(ax, float(np.nanmax(values)) if np.isfinite(values).any() else 0.0)
     legend(ax)
 
 
@@ -319,7 +320,7 @@ def plot_scaling_study(
     _ideal_line(axes[0], cores, rates)
     axes[0].set_title("Event rate")
     axes[1].set_title("Core efficiency")
-    axes[1].set_ylim(0, max(105.0, 1.1 * float(np.nanmax(np.append(efficiency, 0.0)))))
+    percent_ylim(axes[1], float(np.nanmax(np.append(efficiency, 0.0))))
     for ax in axes:
         legend(ax)
     fig.suptitle(title)

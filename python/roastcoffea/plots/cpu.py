@@ -15,7 +15,7 @@ def plot_occupancy_timeline() -> None:
     """Plot each worker's occupancy, one line per worker.
 
     Occupancy is the scheduler's estimate of the seconds of work queued on the
-    worker (``WorkerState.occupancy``). Unit: seconds, against UTC time.
+    worker (``WorkerState.occupancy``). Unit: seconds, against seconds since the block's start.
     """
 
 
@@ -30,7 +30,7 @@ def plot_executing_tasks_timeline() -> None:
     """Plot the number of tasks executing on each worker, one line per worker.
 
     The count is ``len(WorkerState.executing)`` at the worker's last heartbeat.
-    Unit: tasks, against UTC time.
+    Unit: tasks, against seconds since the block's start.
     """
 
 
@@ -43,7 +43,7 @@ def plot_cpu_utilization_per_worker_timeline() -> None:
     The value is the worker process's ``cpu_percent`` (psutil): 100 % is one
     core, and a worker with several threads can exceed it, so the y axis
     reaches at least 100 % and grows to the largest value instead of clipping.
-    Unit: % of one core, against UTC time.
+    Unit: % of one core, against seconds since the block's start.
     """
 
 
@@ -54,5 +54,5 @@ def plot_cpu_utilization_mean_timeline() -> None:
     At each sample instant: the mean of ``worker_cpu`` over the workers that
     reported (line) and their minimum to maximum (band). 100 % is one core; the
     y axis reaches at least 100 % and grows to show higher values. Unit: % of
-    one core, against UTC time.
+    one core, against seconds since the block's start.
     """

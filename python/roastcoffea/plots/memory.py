@@ -19,7 +19,7 @@ def plot_memory_utilization_mean_timeline() -> None:
 
     At each sample instant, each worker's ``worker_memory / worker_memory_limit``
     in percent; the line is the mean over the workers that reported, the band
-    their minimum to maximum. Unit: % of the memory limit, against UTC time.
+    their minimum to maximum. Unit: % of the memory limit, against seconds since the block's start.
     The y axis reaches at least 100 % and grows to show higher values.
     """
 
@@ -31,5 +31,5 @@ def plot_memory_utilization_per_worker_timeline() -> None:
     """Plot each worker's memory utilization, one line per worker.
 
     Each line is ``worker_memory / worker_memory_limit`` in percent at the
-    worker's samples. Unit: % of the memory limit, against UTC time.
+    worker's samples. Unit: % of the memory limit, against seconds since the block's start.
     """

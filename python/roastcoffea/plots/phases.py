@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from roastcoffea.plots._common import figure, legend, new_figure, require, require_key
+from roastcoffea.plots._common import Clock, figure, legend, new_figure, require, require_key
 from roastcoffea.plots._types import FigureAxes, MetricsLike, Size
 
 #: Phases in drawing order, each with its color.
@@ -42,21 +42,32 @@ def _timed(records: PhaseRecords) -> list[Mapping[str, Any]]:
 
 
 @figure(figsize=(12, 6), title="Chunk Phase Timeline")
-def plot_phase_timeline(phase_records: PhaseRecords, figsize: Size, title: str) -> FigureAxes:
+def plot_phase_timeline(
+    phase_records: PhaseRecords,
+    figsize: Size,
+    title: str,
+    *,
+    origin: float | None = None,
+    threads: Mapping[str, int] | None = None,
+) -> FigureAxes:
     """Plot every processor task as a bar on its worker thread's lane, split into its phases.
 
     One lane per (worker, thread); a task's bar spans its compute time (Dask's
-    start of the task to start + ``elapsed``, seconds from the first start).
+    start of the task to start + ``elapsed``), in seconds since the block's start.
     The bar is divided into its phases in a fixed order (open, read,
     decompress, interpret, user, output, other), each as long as its wall
     time: the segments show how much of the task each phase took, not when
-    it happened. Unit: seconds.
+    it happened. With ``threads``, a worker's threads that ran no processor task keep
+    their lane, empty and marked idle. Unit: seconds.
 
     Parameters
     ----------
     phase_records : list of dict
         ``metrics["raw_phase_records"]``; reads ``worker``, ``thread``,
         ``t_start``, ``elapsed`` and ``wall``.
+    threads : mapping, optional
+        ``{worker: threads}`` of every worker of the run (the largest of its
+        ``tracking_data["worker_cores"]``).
 
     Raises
     ------
@@ -64,13 +75,13 @@ def plot_phase_timeline(phase_records: PhaseRecords, figsize: Size, title: str) 
         If no record has a start, an elapsed time and phases.
     """
     records = require(_timed(phase_records), "phase record with times")
-    lanes = sorted({(str(r.get("worker")), int(r.get("thread") or 0)) for r in records})
-    lane_of = {lane: i for i, lane in enumerate(lanes)}
-    t0 = min(float(r["t_start"]) for r in records)
+    lanes = _lanes(records, threads or {})
+    lane_of = {(worker, thread): i for i, (worker, thread, _) in enumerate(lanes)}
+    clock = Clock.of(origin, [r["t_start"] for r in records])
     # Segments as arrays, one collection per phase, however many tasks: drawing
     # stays fast (a patch per segment would take minutes for 10^5 tasks).
-    rows = np.array([lane_of[(str(r.get("worker")), int(r.get("thread") or 0))] for r in records])
-    starts = np.array([float(r["t_start"]) - t0 for r in records])
+    rows = np.array([lane_of[str(r.get("worker")), int(r.get("thread") or 0)] for r in records])
+    starts = clock([r["t_start"] for r in records])
     widths = np.array(
         [[_seconds(r["wall"].get(phase)) for phase in PHASE_COLORS] for r in records]
     ).reshape(len(records), len(PHASE_COLORS))
@@ -82,10 +93,10 @@ def plot_phase_timeline(phase_records: PhaseRecords, figsize: Size, title: str) 
         y0, y1 = rows[drawn] - 0.35, rows[drawn] + 0.35
         boxes = np.stack([np.column_stack(c) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
         ax.add_collection(PolyCollection(list(boxes), facecolors=PHASE_COLORS[phase], linewidth=0))
-    ax.set_xlim(0, float(np.max(starts + widths.sum(axis=1))) * 1.01 or 1.0)
+    ax.set_xlim(min(0.0, float(starts.min())), float(np.max(starts + widths.sum(axis=1))) * 1.01)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
-    ax.set_yticks(range(len(lanes)), [_lane_label(w, t, lanes) for w, t in lanes], fontsize="small")
-    ax.set_xlabel("time since the first task started (s)")
+    ax.set_yticks(range(len(lanes)), [label for _, _, label in lanes], fontsize="small")
+    ax.set_xlabel(clock.label)
     ax.set_title(title)
     ax.grid(True, alpha=0.3, axis="x")
     _phase_legend(ax, list(PHASE_COLORS))
@@ -97,14 +108,42 @@ def _seconds(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0
 
 
-def _lane_label(worker: str, thread: int, lanes: list[tuple[str, int]]) -> str:
-    """The worker's port (its host too when ports repeat), and the thread's rank."""
-    threads = [t for w, t in lanes if w == worker]
-    ports = {w.rsplit(":", 1)[-1] for w, _ in lanes}
-    workers = {w for w, _ in lanes}
-    address = worker.split("://", 1)[-1]
-    name = f":{address.rsplit(':', 1)[-1]}" if len(ports) == len(workers) else address
-    return f"{name} t{threads.index(thread)}" if len(threads) > 1 else name
+#: The thread of an idle lane (a worker's thread that ran no processor task).
+IDLE = -1
+
+
+def _lanes(
+    records: list[Mapping[str, Any]], threads: Mapping[str, int]
+) -> list[tuple[str, int, str]]:
+    """``(worker, thread, label)`` of every lane: each worker's threads that ran a task,
+    then, up to its ``threads``, idle ones; workers in address order."""
+    ran: dict[str, list[int]] = {str(w): [] for w in threads}
+    for record in records:
+        ran.setdefault(str(record.get("worker")), [])
+    for worker, thread in sorted(
+        {(str(r.get("worker")), int(r.get("thread") or 0)) for r in records}
+    ):
+        ran[worker].append(thread)
+    names = _worker_names(list(ran))
+    lanes = []
+    for worker in sorted(ran):
+        used = ran[worker]
+        count = max(len(used), int(threads.get(worker, 0)))
+        for rank in range(count):
+            thread = used[rank] if rank < len(used) else IDLE - rank
+            idle = " (idle)" if rank >= len(used) else ""
+            rank_text = f" t{rank}" if count > 1 else ""
+            lanes.append((worker, thread, f"{names[worker]}{rank_text}{idle}"))
+    return lanes
+
+
+def _worker_names(workers: list[str]) -> dict[str, str]:
+    """Each worker's port (its host too when ports repeat)."""
+    ports = {w.rsplit(":", 1)[-1] for w in workers}
+    return {
+        w: f":{w.rsplit(':', 1)[-1]}" if len(ports) == len(workers) else w.split("://", 1)[-1]
+        for w in workers
+    }
 
 
 def _share_matrix(table: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[str], Any]:

@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 
 from roastcoffea.plots._common import (
     COLORS,
+    Clock,
     caption,
     figure,
     legend,
@@ -18,7 +19,6 @@ from roastcoffea.plots._common import (
     require_key,
     say_instead,
     time_axis,
-    to_datetime,
 )
 from roastcoffea.plots._series import (
     InstantStats,
@@ -42,13 +42,13 @@ def plot_worker_activity_timeline() -> None:
     """Plot the number of tasks assigned to each worker, one line per worker.
 
     The count is ``len(WorkerState.processing)``: tasks the scheduler has sent
-    to the worker, executing or waiting there. Unit: tasks, against UTC time.
+    to the worker, executing or waiting there. Unit: tasks, against seconds since the block's start.
     """
 
 
 @figure(figsize=(10, 5), title="Total Active Tasks Over Time")
 def plot_total_active_tasks_timeline(
-    tracking_data: TrackingData, figsize: Size, title: str
+    tracking_data: TrackingData, figsize: Size, title: str, *, origin: float | None = None
 ) -> FigureAxes:
     """Plot the number of tasks assigned to all workers together.
 
@@ -56,7 +56,7 @@ def plot_total_active_tasks_timeline(
     that reported, as a line with the area under it filled: tasks the
     scheduler has sent to a worker, executing there or waiting for a thread,
     so it can exceed the threads. The cluster's threads (Σ ``worker_cores``)
-    are drawn beside it as a dashed line. Unit: tasks, against UTC time.
+    are drawn beside it as a dashed line. Unit: tasks, against seconds since the block's start.
 
     Reads ``worker_active_tasks`` (tasks) and ``worker_cores`` (threads).
 
@@ -72,13 +72,14 @@ def plot_total_active_tasks_timeline(
         ax.set_title(title)
         say_instead(ax, all_zero(assigned))
         return fig, ax
-    ax.fill_between(stats.times, 0, stats.total, color=COLORS[2], alpha=0.3)
-    ax.plot(stats.times, stats.total, color=COLORS[2], linewidth=1.8, label="all workers")
-    time_axis(ax, "tasks assigned (executing or waiting)", title, whole=True)
+    clock = Clock.of(origin, stats.times)
+    ax.fill_between(clock(stats.times), 0, stats.total, color=COLORS[2], alpha=0.3)
+    ax.plot(clock(stats.times), stats.total, color=COLORS[2], linewidth=1.8, label="all workers")
+    time_axis(ax, "tasks assigned (executing or waiting)", title, clock, whole=True)
     threads = _threads(tracking_data)
     if threads is not None:
         ax.plot(
-            threads.times,
+            clock(threads.times),
             threads.total,
             color="gray",
             linestyle="--",
@@ -183,7 +184,12 @@ def _note_left_out(ax: Axes, unmeasured: int, instant: int, total: int) -> None:
 
 @figure(tracking_data=None, figsize=(12, 6), title="Data Throughput Over Time")
 def plot_throughput_timeline(
-    chunk_info: Mapping[Any, Any] | None, tracking_data: TrackingData, figsize: Size, title: str
+    chunk_info: Mapping[Any, Any] | None,
+    tracking_data: TrackingData,
+    figsize: Size,
+    title: str,
+    *,
+    origin: float | None = None,
 ) -> FigureAxes:
     """Plot the data throughput of the chunks being processed, exactly, over time.
 
@@ -199,7 +205,7 @@ def plot_throughput_timeline(
     With ``tracking_data``, the number of workers (its ``worker_counts``) is
     drawn on a second y axis. Unit: bits per second, in Gbps, Mbps, kbps or bps
     (decimal) to suit the largest rate, as the y label says (and workers),
-    against UTC time.
+    against seconds since the block's start.
 
     Parameters
     ----------
@@ -239,24 +245,25 @@ def plot_throughput_timeline(
         edges, rate = _binned(edges, rate, THROUGHPUT_BINS)
         width = (edges[1] - edges[0]) if len(edges) > 1 else 0.0
         title = f"{title} (mean over {width:.3g} s bins)"
-    times = [to_datetime(t) for t in edges]
+    clock = Clock.of(origin, edges)
+    times = clock(edges)
     scale, unit = _rate_unit(float(rate.max()))
     fig, ax = new_figure(figsize)
     ax.fill_between(times, 0, rate * scale, step="post", color=COLORS[0], alpha=0.3)
     ax.plot(times, rate * scale, drawstyle="steps-post", color=COLORS[0], label="throughput")
-    time_axis(ax, f"throughput ({unit})", title)
+    time_axis(ax, f"throughput ({unit})", title, clock)
     ax.set_ylim(bottom=0)
     _note_left_out(ax, unmeasured, instant, len(chunk_info))
     if counts is not None:
-        _draw_worker_counts(ax, counts)
+        _draw_worker_counts(ax, counts, clock)
     return fig, ax
 
 
-def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int]) -> None:
+def _draw_worker_counts(ax: Axes, counts: Mapping[Any, int], clock: Clock) -> None:
     """The worker count as a step line on a twin y axis of ``ax``, both in one legend."""
     twin = ax.twinx()
-    draw_worker_counts(twin, counts, color=COLORS[3], linestyle="--")
+    draw_worker_counts(twin, counts, clock, color=COLORS[3], linestyle="--")
     twin.set_ylabel("workers")
     lines = ax.get_lines() + twin.get_lines()
     labels = [str(line.get_label()) for line in lines]
-    legend(ax, handles=lines, labels=labels)
+    legend(ax, twin, handles=lines, labels=labels)

@@ -6,26 +6,23 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from matplotlib.dates import date2num
 from matplotlib.patches import Patch
 
 from roastcoffea.plots._common import (
     COLORS,
+    Clock,
     caption,
     figure,
     legend,
     new_figure,
     require_key,
     time_axis,
-    to_datetime,
 )
 from roastcoffea.plots._types import FigureAxes, Size
 
 #: Bar colors: processor prefixes stand out from the rest.
 PROCESSOR_COLOR = COLORS[1]
 OTHER_COLOR = COLORS[0]
-
-SECONDS_PER_DAY = 86400.0
 
 
 def timed_prefixes(
@@ -52,20 +49,21 @@ def _count_label(row: Mapping[str, Any]) -> str:
 def plot_prefix_timeline(metrics: dict[str, Any], figsize: Size, title: str) -> FigureAxes:
     """Gantt chart: one horizontal bar per task prefix, from its first start to its last stop.
 
-    The x axis is UTC time (scheduler clock); prefixes are ordered by first
+    The x axis is seconds since the block's start (``time_origin``; without it, since
+    the first prefix's start); prefixes are ordered by first
     start, top to bottom. Processor prefixes are drawn in orange, the others in
     blue; each bar is annotated with the prefix's finished (and erred) task
     count. Prefixes without a finished task (no start/stop) are left out and
     counted in a note.
 
     Reads ``per_prefix`` (``first_start``, ``last_stop`` in epoch seconds, ``tasks``,
-    ``erred``, ``processor``).
+    ``erred``, ``processor``) and ``time_origin``.
 
     Returns
     -------
     tuple
         ``(fig, ax)``; bar ``i`` of ``ax.patches`` spans the ``i``-th prefix
-        (x in matplotlib date numbers, days).
+        (x in seconds since the origin).
 
     Raises
     ------
@@ -76,10 +74,11 @@ def plot_prefix_timeline(metrics: dict[str, Any], figsize: Size, title: str) -> 
     timed = timed_prefixes(per_prefix)
     if not timed:
         raise ValueError("metrics['per_prefix'] has no prefix with first_start and last_stop")
+    clock = Clock.of(metrics.get("time_origin"), [row["first_start"] for _, row in timed])
     fig, ax = new_figure(figsize)
     for y, (prefix, row) in enumerate(timed):
-        left = date2num(to_datetime(row["first_start"]))
-        width = (row["last_stop"] - row["first_start"]) / SECONDS_PER_DAY
+        (left,) = clock([row["first_start"]])
+        width = row["last_stop"] - row["first_start"]
         color = PROCESSOR_COLOR if row.get("processor") else OTHER_COLOR
         # The edge keeps a prefix that ran for microseconds visible.
         ax.barh(y, width, left=left, height=0.6, color=color, edgecolor=color, label=prefix)
@@ -93,7 +92,7 @@ def plot_prefix_timeline(metrics: dict[str, Any], figsize: Size, title: str) -> 
         )
     ax.set_yticks(range(len(timed)), [prefix for prefix, _ in timed])
     ax.invert_yaxis()
-    time_axis(ax, "task prefix", title)
+    time_axis(ax, "task prefix", title, clock)
     # Bars stick to their left edge by default; room on both sides for the annotations.
     ax.use_sticky_edges = False
     ax.margins(x=0.08)

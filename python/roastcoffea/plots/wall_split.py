@@ -31,10 +31,14 @@ def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str, 
     )
 
 
-def lanes(intervals: list[tuple[float, float, str, Any]]) -> list[int]:
-    """A row per interval: its worker's thread, workers one after another.
+def lanes(
+    intervals: list[tuple[float, float, str, Any]], threads: Mapping[str, int] | None = None
+) -> tuple[list[int], int]:
+    """A row per interval (its worker's thread, workers one after another), and the rows.
 
     Without the thread, the first of the worker's rows free at the interval's start.
+    With ``threads`` (``{worker: threads}``), every worker keeps a row per thread, those
+    that ran no processor task included.
     """
     rows: dict[str, dict[Any, int]] = {}
     ends: dict[str, list[float]] = {}
@@ -47,14 +51,25 @@ def lanes(intervals: list[tuple[float, float, str, Any]]) -> list[int]:
             lane = next((i for i, end in enumerate(free) if end <= start), len(free))
             free[lane : lane + 1] = [stop]
         placed.append((worker, lane))
-    widths: dict[str, int] = {}
+    widths = {str(w): int(n) for w, n in (threads or {}).items()}
     for worker, lane in placed:
         widths[worker] = max(widths.get(worker, 0), lane + 1)
     offsets, base = {}, 0
-    for worker in dict.fromkeys(w for w, _ in placed):
+    for worker in sorted(widths):
         offsets[worker] = base
         base += widths[worker]
-    return [offsets[w] + lane for w, lane in placed]
+    return [offsets[w] + lane for w, lane in placed], base
+
+
+def worker_threads(metrics: Mapping[str, Any]) -> dict[str, int]:
+    """``{worker: its largest thread count}`` from ``tracking_data["worker_cores"]``."""
+    cores = (metrics.get("tracking_data") or {}).get("worker_cores") or {}
+    threads = {}
+    for worker, points in cores.items():
+        values = [v for _, v in points if isinstance(v, (int, float)) and v == v]
+        if values:
+            threads[str(worker)] = int(max(values))
+    return threads
 
 
 @figure(figsize=(12, 5), title="Where the Wall Time Went", needs="wall_split")
@@ -62,13 +77,15 @@ def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> Figur
     """The processor tasks as bars on their worker's threads, over the collector's block.
 
     The block's stages are shaded (start-up, steady, tail, finish); the tasks
-    that ran in the tail are red. Time is in seconds from the block's entry.
-    Reads ``wall_split``, ``wall_split_source`` and the records it names.
+    that ran in the tail are red; every worker thread has its row, idle ones too.
+    Time is in seconds since the block's start. Reads ``wall_split``,
+    ``wall_split_source``, the records it names and ``tracking_data``'s
+    ``worker_cores``.
     """
     split = metrics["wall_split"]
     origin = split["startup"]["start"]
     intervals = task_intervals(metrics)
-    rows = lanes(intervals)
+    rows, count = lanes(intervals, worker_threads(metrics))
     tail_start = split["tail"]["start"]
     fig, ax = new_figure(figsize)
     for stage, color in STAGE_COLORS.items():
@@ -78,9 +95,9 @@ def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> Figur
     for (start, stop, _, _), row in zip(intervals, rows, strict=True):
         color = TAIL_COLOR if stop > tail_start else TASK_COLOR
         ax.barh(row, stop - start, left=start - origin, height=0.7, color=color, edgecolor="white")
-    label_axes(ax, "seconds since the block's entry", "thread (by worker)", title, grid="x")
+    label_axes(ax, "seconds since the block's start", "thread (by worker)", title, grid="x")
     count_axis(ax)
-    ax.invert_yaxis()
+    ax.set_ylim(count - 0.5, -0.5)
     ax.set_xlim(0, split["finish"]["end"] - origin)
     handles = [
         Patch(color=TASK_COLOR, label="processor task"),
