@@ -239,13 +239,14 @@ def _cause(task: Task, medians: dict[str, float]) -> dict[str, Any]:
 def tail_cause(
     tasks: list[Task], in_tail: list[Task], median: float, phase_medians: dict[str, float]
 ) -> dict[str, Any] | None:
-    """What made the tail's slow chunks slow: one file, one dataset, one worker, or the
+    """What made the tail's slow chunks slow: one dataset, one file, one worker, or the
     chunks' size.
 
-    A file (a dataset, a worker) is the cause when every slow chunk of the tail is its,
-    and its chunks' median duration is at least :data:`SLOW` times the others'; with slow
-    chunks on several files, datasets and workers, the chunks themselves are. ``dataset``
-    names the slow chunks' dataset when they share one.
+    A dataset of several files (a file, a worker) is the cause when every slow chunk of
+    the tail is its, and its chunks' median duration is at least :data:`SLOW` times the
+    others'; the first that holds, so that a dataset slow on every file is named rather
+    than the file of its last chunk. With slow chunks on several, the chunks themselves
+    are. ``dataset`` names the slow chunks' dataset when they share one.
     """
     slow = [t for t in in_tail if median > 0 and t.seconds >= SLOW * median]
     if not slow:
@@ -254,14 +255,20 @@ def tail_cause(
     phase = phases.most_common(1)[0][0]
     datasets = {t.dataset for t in slow}
     dataset = next(iter(datasets)) if len(datasets) == 1 else None
-    for kind in ("file", "dataset", "worker"):
+    for kind in ("dataset", "file", "worker"):
         names = {getattr(t, kind) for t in slow}
         if len(names) != 1 or None in names:
             continue
         (name,) = names
-        own = [t.seconds for t in tasks if getattr(t, kind) == name]
+        own = [t for t in tasks if getattr(t, kind) == name]
+        if kind == "dataset" and len({t.file for t in own}) < 2:
+            continue  # a dataset of one file: that file is named
         others = [t.seconds for t in tasks if getattr(t, kind) != name]
-        ratio = statistics.median(own) / statistics.median(others) if others else None
+        ratio = (
+            statistics.median(t.seconds for t in own) / statistics.median(others)
+            if others
+            else None
+        )
         if ratio is not None and ratio >= SLOW:
             return {
                 "kind": kind,

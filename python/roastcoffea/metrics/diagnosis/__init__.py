@@ -40,11 +40,16 @@ __all__ = [
 def diagnose(out: Metrics) -> list[Finding]:
     """Every finding of the metrics so far, reconciled, the largest stake first."""
     basis = Basis.of(out)
+    reads = read_findings(out.get("read_shapes") or {}, basis)
+    claimed: dict[str, float] = {}
+    for finding in reads:
+        for phase, seconds in finding.claims.items():
+            claimed[phase] = claimed.get(phase, 0.0) + seconds
     findings = [
-        *phase_findings(basis, out),
+        *phase_findings(basis.claiming(claimed), out),
         *contention_findings(basis, out),
         *tail_findings(out),
-        *read_findings(out.get("read_shapes") or {}, basis),
+        *reads,
     ]
     ranked = sorted(
         reconcile(findings),
@@ -73,17 +78,16 @@ def compute(out: Metrics) -> None:
 
 def _summary(basis: Basis) -> str:
     """Getting the data in against the user's code, the wait for a CPU, the largest phase."""
-    data_in = basis.share(sum(basis.effective(p) for p in IO_PHASES))
-    user = basis.share(basis.effective("user"))
+    data_in = basis.effective_share(sum(basis.effective(p) for p in IO_PHASES))
+    user = basis.effective_share(basis.effective("user"))
     top = max(basis.wall, key=lambda p: basis.effective(p))
     side = "getting the data in dominates" if data_in >= user else "the user's code dominates"
-    waited = (
-        f"{basis.share(basis.waited()):.1f}% waiting for a CPU; "
-        if basis.cpu_wait is not None
-        else ""
-    )
+    of = "of the processor time"
+    if basis.cpu_wait is not None:
+        waited = basis.share(basis.waited())
+        of = f"of the processor time not spent waiting for a CPU ({waited:.1f}%)"
     return (
-        f"{data_in:.1f}% of the processor time getting the data in (open, read, decompress, "
-        f"interpret) against {user:.1f}% in the user's code: {side}; {waited}largest phase: "
-        f"{top} ({basis.share(basis.effective(top)):.1f}%)"
+        f"{data_in:.1f}% {of} getting the data in (open, read, decompress, interpret) "
+        f"against {user:.1f}% in the user's code: {side}; largest phase: {top} "
+        f"({basis.effective_share(basis.effective(top)):.1f}%)"
     )

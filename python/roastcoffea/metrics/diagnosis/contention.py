@@ -13,8 +13,9 @@ from typing import Any
 from roastcoffea.metrics._util import Metrics
 from roastcoffea.metrics.diagnosis.finding import Action, Basis, Finding
 
-#: The wait for a CPU is a finding from this % of the processor time.
-CONTENTION_PERCENT = 10.0
+#: The wait for a CPU is a finding from this % of the processor time (a node that runs the
+#: client and the scheduler beside its workers makes them wait about 10 %).
+CONTENTION_PERCENT = 20.0
 #: Other processes crowd the node when its runnable threads exceed the workers'
 #: executing tasks by this many per core, on average.
 CROWDED_PER_CORE = 0.25
@@ -75,6 +76,13 @@ def _causes(hosts: dict[str, dict[str, Any]]) -> tuple[list[str], list[Action]]:
             causes.append(f"the hypervisor of {host} gave {steal:.1f}% of its CPU to other guests")
             actions.append(Action("a dedicated or larger instance"))
     if not actions:
-        actions.append(Action("fewer worker threads per node", "threads", "fewer"))
+        actions.append(
+            Action(
+                "the node's other threads (the scheduler, the client, the workers' own) "
+                "compete for its cores: fewer worker threads per node",
+                "threads",
+                "fewer",
+            )
+        )
     unique = list(dict.fromkeys(actions))
     return causes, unique

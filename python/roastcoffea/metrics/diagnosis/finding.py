@@ -50,6 +50,9 @@ class Finding:
         What typically helps, first the most direct.
     evidence : dict
         The numbers it rests on.
+    claims : dict
+        The thread-seconds of phases its cause holds, ``{phase: seconds}``: the phase
+        rules do not count them again (:meth:`Basis.claiming`).
     """
 
     rule: str
@@ -59,6 +62,7 @@ class Finding:
     cause: str
     actions: tuple[Action, ...]
     evidence: dict[str, Any] = field(default_factory=dict)
+    claims: dict[str, float] = field(default_factory=dict)
 
     def wants(self, knob: str) -> str | None:
         """The way this finding turns ``knob``, or None."""
@@ -97,15 +101,17 @@ class Basis:
     ``wall`` is the tasks' thread-seconds per phase, ``cpu_wait`` the part of it they
     spent waiting for a CPU (None: not measured), ``processing`` the processing's wall
     seconds (first task's start to last one's end; the block's wall time without task
-    intervals). A phase's *effective* time is its wall less its wait for a CPU: the time
-    a remedy of that phase (reading less, another codec, larger chunks) can save; the
-    wait is the contention finding's.
+    intervals). A phase's *effective* time is its wall less its wait for a CPU and less
+    what another finding has ``claimed`` of it: the time a remedy of that phase (reading
+    less, another codec, larger chunks) can save; the wait is the contention finding's,
+    the decompression of baskets far larger than the chunks the basket-size finding's.
     """
 
     wall: dict[str, float]
     cpu_wait: dict[str, float] | None
     processing: float | None
     tasks: int
+    claimed: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, out: Metrics) -> Basis:
@@ -133,13 +139,27 @@ class Basis:
         return self.cpu_wait.get(phase, 0.0)
 
     def effective(self, phase: str) -> float:
-        """A phase's thread-seconds less its wait for a CPU."""
-        return max(self.wall.get(phase, 0.0) - self.waited(phase), 0.0)
+        """A phase's thread-seconds less its wait for a CPU and what was claimed of it."""
+        rest = self.wall.get(phase, 0.0) - self.waited(phase) - self.claimed.get(phase, 0.0)
+        return max(rest, 0.0)
+
+    def claiming(self, seconds: dict[str, float]) -> Basis:
+        """This basis with ``seconds`` of each phase claimed by a finding."""
+        claimed = {
+            p: self.claimed.get(p, 0.0) + seconds.get(p, 0.0) for p in {*self.claimed, *seconds}
+        }
+        return replace(self, claimed=claimed)
 
     def share(self, seconds: float) -> float:
         """``seconds`` of thread time as a percent of the tasks'."""
         total = self.total
         return 100.0 * seconds / total if total > 0 else 0.0
+
+    def effective_share(self, seconds: float) -> float:
+        """``seconds`` as a percent of the tasks' time not spent waiting for a CPU: a
+        phase's share that contention neither raises nor dilutes."""
+        running = self.total - self.waited()
+        return 100.0 * seconds / running if running > 0 else 0.0
 
     def at_stake(self, seconds: float) -> float | None:
         """The processing's wall seconds that ``seconds`` of the tasks' thread time held:

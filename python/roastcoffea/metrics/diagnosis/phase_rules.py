@@ -1,6 +1,6 @@
 """The phase rules: a phase holding a large share of the processor time, less the time its
 threads waited for a CPU (that wait is the contention finding's, and no remedy of the
-phase removes it)."""
+phase removes it), as a share of the time the threads did not wait."""
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ def phase_findings(basis: Basis, out: Metrics) -> list[Finding]:
     findings = []
     for rule, phase, limit in RULES:
         seconds = basis.effective(phase)
-        share = basis.share(seconds)
+        share = basis.effective_share(seconds)
         if share < limit:
             continue
-        head = f"{share:.1f}% of the processor time"
+        head = f"{share:.1f}% of the processor time" + (
+            " not spent waiting for a CPU" if basis.waited() else ""
+        )
         cause, actions, evidence = ADVICE[rule](head, seconds, basis, out)
         evidence = {f"{phase}_seconds": seconds, **evidence}
         findings.append(

@@ -144,12 +144,13 @@ def _basket_size_finding(files: Shapes, shapes: Shapes, basis: Basis) -> Finding
     decompressed = sum(s["decompressed_bytes"] for s in files.values())
     used = sum(s["used_bytes"] for s in files.values())
     part = _part(files, shapes, "decompressed_bytes")
-    waste = (basis.effective("decompress") + basis.effective("read")) * part
+    wasted = part * (1.0 - 1.0 / amplification)
+    claims = {phase: basis.effective(phase) * wasted for phase in ("decompress", "read")}
     return Finding(
         "basket-size",
         "decompress",
         100.0 * part,
-        basis.at_stake(waste * (1.0 - 1.0 / amplification)),
+        basis.at_stake(sum(claims.values())),
         f"each chunk decompressed {amplification:.1f}x the bytes its entries hold "
         f"({format_bytes(decompressed)} for {format_bytes(used)} used; {_named(files)}): "
         f"a {unit} holds {shape['unit_entries']:,.0f} entries, a chunk "
@@ -169,6 +170,7 @@ def _basket_size_finding(files: Shapes, shapes: Shapes, basis: Basis) -> Finding
             f"{unit}_entries": shape["unit_entries"],
             "chunk_entries": shape["chunk_entries"],
         },
+        claims,
     )
 
 

@@ -1,9 +1,10 @@
 """The tail rule: the end of the processing, when fewer tasks ran than there were threads.
 
-Its stake is the processing's wall time beyond what perfect packing allows
-(``processing_seconds - max(packing_bound_seconds, longest_chunk_seconds)``); its
-cause is ``tail_cause``: one file, one dataset, one worker, a few long chunks, or too
-few chunks for the threads.
+Its stake is the processing's wall time beyond what perfect packing allows: with
+smaller chunks the remedy, beyond the packing bound (``processing_seconds -
+packing_bound_seconds``: smaller chunks shorten the longest one too), else beyond the
+longer of the bound and the longest chunk. Its cause is ``tail_cause``: one file, one
+dataset, one worker, a few long chunks, or too few chunks for the threads.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def tail_findings(out: Metrics) -> list[Finding]:
     if share < TAIL_IDLE_PERCENT:
         return []
     cause = out.get("tail_cause")
-    bound = max(out.get("packing_bound_seconds") or 0.0, out.get("longest_chunk_seconds"))
+    packing = out.get("packing_bound_seconds") or 0.0
+    bound = max(packing, out.get("longest_chunk_seconds"))
     processing = out.get("processing_seconds")
     head = (
         f"the tail took {format_time(tail['seconds'])} of {format_time(processing)} of "
@@ -43,6 +45,7 @@ def tail_findings(out: Metrics) -> list[Finding]:
         f"processing would take {format_time(bound)})"
     )
     what, actions = _cause(cause)
+    floor = packing if SMALLER in actions else bound
     evidence: dict[str, Any] = {
         "tail_seconds": tail["seconds"],
         "idle_thread_seconds": tail["idle_thread_seconds"],
@@ -56,7 +59,7 @@ def tail_findings(out: Metrics) -> list[Finding]:
             "tail",
             None if cause is None else cause["phase"],
             share,
-            max(processing - bound, 0.0),
+            max(processing - floor, 0.0),
             f"{head}: {what}",
             actions,
             evidence,
