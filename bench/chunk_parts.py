@@ -11,6 +11,10 @@ clock, and ``--runs`` runs are timed:
   metadata, its byte accounting (``Measure._files``, of it the basket lookups
   ``chunk_baskets`` and ``record_fields``), its hand-off (``add_chunk``), and the phase
   clock's sink (closing the task's phases, its record and digests);
+- in the task's thread, not wrappable (a ``pread`` in the native phase clock): the run-queue
+  delay reads, counted by each task's clock (``TaskPhases.runq_reads``) and costed at one
+  ``os.pread`` of an open ``/proc/thread-self/schedstat`` timed on the worker (an upper bound:
+  the clock's read skips Python's call);
 - on the event loop: the worker plugin's ``transition`` hook, of it the records' release
   (``Outbox.send``: completing, encoding, ``Worker.log_event``) and the phase digests
   summed (``PhaseSums.add``), and its heartbeat payload with the phase sums it files
@@ -29,6 +33,7 @@ Run: ``.venv/bin/python bench/chunk_parts.py --chunksize 1000`` (about 4 minutes
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -53,10 +58,11 @@ PARTS = (
     ("worker", "log_event", "loop: Worker.log_event"),
 )
 SINK = "task: phase sink (phases, record, digests)"
+RUNQ = "task: run-queue delay reads (schedstat)"
 
 
-def install_timers(dask_worker: Any) -> float:
-    """Wrap every part in a thread-CPU timer; returns the timer's own cost per call."""
+def install_timers(dask_worker: Any) -> tuple[float, float]:
+    """Wrap every part in a thread-CPU timer; returns the timer's and a schedstat read's cost."""
     import functools
 
     from roastcoffea.instrument import _baskets, _measure, phases
@@ -90,12 +96,33 @@ def install_timers(dask_worker: Any) -> float:
     for owner, name, label in PARTS:
         setattr(owners[owner], name, timed(label, getattr(owners[owner], name)))
     dask_worker.metrics["roastcoffea"] = plugin._payload  # the wrapped one
-    phases.set_sink(timed(SINK, phases._sink), cpu_interval=plugin.phase_cpu_interval)
+    reads, sink = totals.setdefault(RUNQ, [0.0, 0]), timed(SINK, phases._sink)
+
+    def counting_sink(task: Any) -> None:
+        reads[1] += task.runq_reads
+        sink(task)
+
+    phases.set_sink(counting_sink, cpu_interval=plugin.phase_cpu_interval)
     empty = timed("empty", lambda: None)
     for _ in range(10_000):
         empty()
     own = totals.pop("empty")
-    return own[0] / own[1]
+    return own[0] / own[1], schedstat_read_seconds()
+
+
+def schedstat_read_seconds(reads: int = 20_000) -> float:
+    """CPU seconds of one ``os.pread`` of the calling thread's open schedstat (nan: none)."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return float("nan")
+    try:
+        start = time.thread_time()
+        for _ in range(reads):
+            os.pread(fd, 64, 0)
+        return (time.thread_time() - start) / reads
+    finally:
+        os.close(fd)
 
 
 def read_parts(dask_worker: Any) -> dict[str, list[float]]:
@@ -153,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         client.register_plugin(RoastPlugin())
         run(client, fileset, args.chunksize)  # warm-up: imports, tree indexes, hooks
-        (timer,) = client.run(install_timers).values()
+        ((timer, runq_read),) = client.run(install_timers).values()
         client.run(read_parts)
         chunks, instrument = 0, 0.0
         for _ in range(args.runs):
@@ -161,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             chunks += metrics["num_chunks"]
             instrument += metrics["instrument_cpu_seconds"]
         (parts,) = client.run(read_parts).values()
+    parts[RUNQ][0] = parts[RUNQ][1] * runq_read
     rows = []
     labels = [label for _, _, label in PARTS]
-    for label in [*labels[:6], SINK, *labels[6:]]:  # the sink after the decorator's parts
+    for label in [*labels[:6], SINK, RUNQ, *labels[6:]]:  # the task's after the decorator's
         seconds, calls = parts.get(label, [0.0, 0])
         per_call = 1e6 * seconds / calls if calls else float("nan")
         rows.append(
