@@ -60,13 +60,10 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
             out.missing(key, reason)
         return
     phases = [p for p in vocab.PHASES if _has(rows, p)]
-    wait = {p: _total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.CPU_WAIT) for p in phases}
-    blocked = {}
-    for phase in phases:
-        wall = _total(rows, vocab.PHASE_ACTIVITY.format(phase), vocab.WALL)
-        cpu = _total(rows, vocab.PHASE_ACTIVITY.format(phase), vocab.CPU)
-        blocked[phase] = max(wall - cpu - wait[phase], 0.0)
-    total = math.fsum(_total(rows, vocab.PHASE_ACTIVITY.format(p), vocab.WALL) for p in phases)
+    off = {p: max(_sum(rows, p, vocab.WALL) - _sum(rows, p, vocab.CPU), 0.0) for p in phases}
+    wait, moved = _within_off({p: _sum(rows, p, vocab.CPU_WAIT) for p in phases}, off)
+    blocked = {p: max(off[p] - wait[p], 0.0) for p in phases}
+    total = math.fsum(_sum(rows, p, vocab.WALL) for p in phases)
     out.put("cpu_wait_tasks", int(measured))
     out.put("phase_cpu_wait_seconds", wait)
     out.put("phase_blocked_seconds", blocked)
@@ -74,12 +71,40 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.put("blocked_seconds", math.fsum(blocked.values()))
     out.put("cpu_wait_percent", _percent(math.fsum(wait.values()), total))
     out.put("blocked_percent", _percent(math.fsum(blocked.values()), total))
-    out.put("cpu_wait_split_bound_seconds", _total(rows, vocab.CLOCK_ACTIVITY, vocab.CPU_WAIT))
+    bound = _total(rows, vocab.CLOCK_ACTIVITY, vocab.CPU_WAIT) + moved
+    out.put("cpu_wait_split_bound_seconds", bound)
     per_worker: dict[str, float] = {}
     for (worker, activity, unit), value in rows.items():
         if unit == vocab.CPU_WAIT and activity in vocab.PHASE_OF_ACTIVITY:
             per_worker[worker] = per_worker.get(worker, 0.0) + value
     out.put("cpu_wait_per_worker", dict(sorted(per_worker.items())))
+
+
+def _within_off(wait: dict[str, float], off: dict[str, float]) -> tuple[dict[str, float], float]:
+    """Each phase's wait cut to its time off CPU, the excess given to the phases with time
+    off CPU to spare, in proportion to it; the total kept. Returns the waits and the excess.
+
+    The clock splits each delay by its estimate of the phases' time off CPU, which the
+    phases' CPU split may not quite match; the excess moved widens the split's bound.
+    """
+    fitted = {p: min(w, off[p]) for p, w in wait.items()}
+    excess = math.fsum(wait.values()) - math.fsum(fitted.values())
+    spare = {p: off[p] - fitted[p] for p in fitted}
+    room = math.fsum(spare.values())
+    if excess <= 0.0:
+        return fitted, 0.0
+    given = min(excess, room)
+    left = excess - given  # beyond every phase's time off CPU (the reads' moments apart)
+    total = math.fsum(wait.values())
+    for phase in fitted:
+        fitted[phase] += (spare[phase] * given / room if given > 0.0 else 0.0) + (
+            left * wait[phase] / total
+        )
+    return fitted, excess
+
+
+def _sum(rows: Rows, phase: str, unit: str) -> float:
+    return _total(rows, vocab.PHASE_ACTIVITY.format(phase), unit)
 
 
 def _has(rows: Rows, phase: str) -> bool:
