@@ -29,7 +29,7 @@ def local_cluster(**kwargs: Any) -> LocalCluster:
         "n_workers": 2,
         "threads_per_worker": 1,
         "processes": True,
-        "dashboard_address": ":0",
+        "dashboard_address": "127.0.0.1:0",
     }
     options.update(kwargs)
     return LocalCluster(**options)

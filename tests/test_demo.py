@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import awkward as ak
 import numpy as np
+import psutil
 import pytest
 import uproot
 from distributed import Client
@@ -199,6 +202,29 @@ def test_cli_runs_the_demo_on_its_own_cluster(
     assert f"report written to {report}" in text
     assert "Throughput Metrics" in report.read_text()
     assert len(list((tmp_path / "data").glob("nano_*.root"))) == 2
+
+
+def listening(process: psutil.Process) -> set[tuple[str, int]]:
+    return {
+        (c.laddr.ip, c.laddr.port)
+        for c in process.net_connections("inet")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+@pytest.mark.cluster
+def test_the_demos_cluster_listens_on_the_loopback_only() -> None:
+    # The scheduler, its dashboard and the nannies in this process, the workers in theirs.
+    here = psutil.Process()
+    before = listening(here)
+    with analysis.local_cluster(2) as cluster, Client(cluster) as client:
+        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+        servers = (listening(here) - before).union(*map(listening, workers))
+        assert {port for _, port in servers} >= {
+            urlparse(cluster.dashboard_link).port,
+            urlparse(cluster.scheduler_address).port,
+        }
+    assert {host for host, _ in servers} == {"127.0.0.1"}, servers
 
 
 def test_default_data_dir_follows_the_environment(

@@ -22,7 +22,9 @@ def wait_for(done):
     while not done() and time.monotonic() < deadline:
         time.sleep(0.05)
 
-cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0")
+cluster = LocalCluster(
+    n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+)
 client = Client(cluster)
 with MetricsCollector(client, worker_tracking_interval=0.2) as mc:
     wait_for(lambda: mc.live_view.deltas > 0)

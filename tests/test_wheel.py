@@ -101,7 +101,7 @@ def test_the_installed_plugin_runs_on_a_local_cluster(venv: Path) -> None:
             return roastcoffea._native.__file__
 
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster) as client:
+                          dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
             with MetricsCollector(client) as mc:
                 total = sum(client.gather(client.map(lambda x: x + 1, range(10))))
             tasks = sum(row["tasks"] for row in mc.snapshot["tasks"] if row["prefix"] == "lambda")

@@ -17,6 +17,8 @@ XRootD client). Checked against independent figures:
 from __future__ import annotations
 
 import math
+import socket
+import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Any
 
 import awkward as ak
 import cloudpickle
+import psutil
 import pytest
 from coffea import processor
 from coffea_run import TREE, collected_run
@@ -182,3 +185,36 @@ def test_a_paced_servers_wait_is_read_and_the_diagnosis_names_storage(
     assert "storage" in rules
     storage = next(f for f in paced["diagnosis"] if f["rule"] == "storage")
     assert "read" in storage["message"]
+
+
+#: XRootD's initial handshake (four zero words, then 4 and 2012); a server answers 16 bytes.
+HANDSHAKE = struct.pack(">5i", 0, 0, 0, 4, 2012)
+
+
+def handshake(host: str, port: int) -> bytes:
+    """The server's answer to a client's handshake from ``host``; b"" when it hung up."""
+    with socket.create_connection((host, port), timeout=10) as conn:
+        try:
+            conn.sendall(HANDSHAKE)
+            return conn.recv(16)
+        except ConnectionResetError:
+            return b""
+
+
+def network_address() -> str:
+    """An IPv4 address of this machine other than the loopback's."""
+    addresses = [
+        a.address
+        for nic in psutil.net_if_addrs().values()
+        for a in nic
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
+    assert addresses, "the machine has no network address to connect from"
+    return addresses[0]
+
+
+def test_the_server_admits_the_loopback_only(files: list[Path]) -> None:
+    with serve(files[:1]) as urls:
+        port = int(next(iter(urls.values())).split(":")[2].split("/")[0])
+        assert len(handshake("127.0.0.1", port)) == 16
+        assert handshake(network_address(), port) == b""

@@ -195,6 +195,18 @@ def _run(client: Client, fileset: dict[str, Any], chunksize: int) -> tuple[dict,
     return output, report, time.perf_counter() - started
 
 
+def local_cluster(n_workers: int) -> LocalCluster:
+    """The demo's cluster: ``n_workers`` single-threaded worker processes, every server
+    (the scheduler, its dashboard on a free port, the workers) on the loopback only."""
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
+
+
 def run_demo(
     directory: str | os.PathLike[str] | None = None,
     n_events: int = DEFAULT_EVENTS,
@@ -270,14 +282,7 @@ def run_demo(
             urls = own.enter_context(serve(files))
         fileset = {DATASET: {"files": {urls[str(path)]: TREE for path in files}}}
         if client is None:
-            cluster = own.enter_context(
-                LocalCluster(
-                    n_workers=n_workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",
-                )
-            )
+            cluster = own.enter_context(local_cluster(n_workers))
             client = own.enter_context(Client(cluster))
         return _measured(
             client,

@@ -29,6 +29,7 @@ oss.localroot {root}
 all.adminpath {admin}
 all.pidpath {admin}
 xrd.network nodnr
+xrd.allow host {allow}
 """
 _THROTTLE = """\
 xrootd.fslib throttle default
@@ -75,6 +76,7 @@ def serve(
     files: Iterable[str | os.PathLike[str]],
     bytes_per_second: float | None = None,
     startup_timeout: float = 30.0,
+    allow: str = "127.0.0.1",
 ) -> Iterator[dict[str, str]]:
     """Serve ``files`` from a local XRootD server; yields each file's ``root://`` URL by its path.
 
@@ -87,6 +89,10 @@ def serve(
         each one-second interval, over all clients.
     startup_timeout : float, default 30
         Seconds to wait for the server to accept connections.
+    allow : str, default "127.0.0.1"
+        The hosts the server admits (XRootD's ``xrd.allow host`` pattern; ``"*"``: every
+        host). XRootD has no option to listen on one address: it listens on every
+        interface and resets every connection from a host it does not admit.
 
     Raises
     ------
@@ -110,7 +116,7 @@ def serve(
         for directory in (home, root, admin):
             directory.chmod(0o777 if directory is admin else 0o755)
         names = _place(paths, root)
-        config = _CONFIG.format(root=root, admin=admin)
+        config = _CONFIG.format(root=root, admin=admin, allow=allow)
         if bytes_per_second is not None:
             config += _THROTTLE.format(rate=int(bytes_per_second))
         (home / "xrootd.cfg").write_text(config)
