@@ -35,6 +35,7 @@ import asyncio
 import html
 import logging
 import time
+import warnings
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,12 @@ import roastcoffea.config as config
 from roastcoffea._gc import paused as paused_gc
 from roastcoffea.block import SPAN_NAME, Block, CollectedRun
 from roastcoffea.compat_0_1_2.collector import CollectorApi012
-from roastcoffea.measurement import CHUNKS_FILE, NATIVE_STATE_FILE, measurement_metadata
+from roastcoffea.measurement import (
+    CHUNKS_FILE,
+    NATIVE_STATE_FILE,
+    free_name,
+    measurement_metadata,
+)
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import compute_metrics
 from roastcoffea.metrics.departures import cluster_shape
@@ -345,7 +351,9 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
 
         As :func:`roastcoffea.save_measurement`, with the run's times, state file,
         cluster shape, span and the collector's settings. ``measurement_name``
-        defaults to the UTC time.
+        defaults to the UTC time. A run is never lost to a name already taken: unless
+        ``overwrite``, it is saved under the first free ``<name>-2``, ``<name>-3``, ...
+        with a warning that says so (a script run twice keeps both runs).
 
         Returns
         -------
@@ -356,10 +364,18 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         ------
         RuntimeError
             Before the block exited, or as :meth:`get_metrics`.
-        FileExistsError
-            When the measurement exists and ``overwrite`` is False.
         """
         run = self._exited("save measurement")
+        if measurement_name is not None and not overwrite:
+            free = free_name(output_dir, measurement_name)
+            if free != measurement_name:
+                warnings.warn(
+                    f"measurement {str(Path(output_dir) / measurement_name)!r} exists: this "
+                    f"run is saved as {str(Path(output_dir) / free)!r} (overwrite=True "
+                    "replaces it)",
+                    stacklevel=2,
+                )
+                measurement_name = free
         self.measurement_path = _save_measurement(
             self.get_metrics(),
             run.t_start,

@@ -147,6 +147,16 @@ def _measurement_dir(output_dir: Path | str, name: str | None) -> Path:
     return Path(output_dir) / name
 
 
+def free_name(output_dir: Path | str, name: str) -> str:
+    """``name``, or the first of ``name-2``, ``name-3``, ... holding no measurement in
+    ``output_dir``."""
+    candidate, n = name, 1
+    while any((Path(output_dir) / candidate / f).exists() for f in FILES):
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
+
+
 def measurement_metadata(
     name: str,
     t0: float,
