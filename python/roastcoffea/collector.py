@@ -35,7 +35,6 @@ import asyncio
 import html
 import logging
 import time
-import warnings
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,8 +48,8 @@ from roastcoffea.compat_0_1_2.collector import CollectorApi012
 from roastcoffea.measurement import (
     CHUNKS_FILE,
     NATIVE_STATE_FILE,
-    free_name,
     measurement_metadata,
+    unused_name,
 )
 from roastcoffea.measurement import save_measurement as _save_measurement
 from roastcoffea.metrics import compute_metrics
@@ -366,16 +365,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             Before the block exited, or as :meth:`get_metrics`.
         """
         run = self._exited("save measurement")
-        if measurement_name is not None and not overwrite:
-            free = free_name(output_dir, measurement_name)
-            if free != measurement_name:
-                warnings.warn(
-                    f"measurement {str(Path(output_dir) / measurement_name)!r} exists: this "
-                    f"run is saved as {str(Path(output_dir) / free)!r} (overwrite=True "
-                    "replaces it)",
-                    stacklevel=2,
-                )
-                measurement_name = free
+        if not overwrite:
+            measurement_name = unused_name(output_dir, measurement_name)
         self.measurement_path = _save_measurement(
             self.get_metrics(),
             run.t_start,

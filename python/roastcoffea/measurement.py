@@ -38,6 +38,7 @@ import os
 import platform
 import re
 import stat
+import warnings
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -147,13 +148,21 @@ def _measurement_dir(output_dir: Path | str, name: str | None) -> Path:
     return Path(output_dir) / name
 
 
-def free_name(output_dir: Path | str, name: str) -> str:
-    """``name``, or the first of ``name-2``, ``name-3``, ... holding no measurement in
-    ``output_dir``."""
+def unused_name(output_dir: Path | str, name: str | None) -> str | None:
+    """``name`` when no measurement holds it in ``output_dir`` (None stays None: the time
+    names it); else the first free ``name-2``, ``name-3``, ..., with a warning that says so."""
+    if name is None:
+        return None
     candidate, n = name, 1
     while any((Path(output_dir) / candidate / f).exists() for f in FILES):
         n += 1
         candidate = f"{name}-{n}"
+    if candidate != name:
+        warnings.warn(
+            f"measurement {str(Path(output_dir) / name)!r} exists: this run is saved as "
+            f"{str(Path(output_dir) / candidate)!r} (overwrite=True replaces it)",
+            stacklevel=3,
+        )
     return candidate
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from roastcoffea.report import tables
-from roastcoffea.report.tables.cells import KV_COLUMNS, Cell, TableData
+from roastcoffea.report import fit, tables
+from roastcoffea.report.tables.cells import KV_COLUMNS, Cell, Column, TableData
 
 #: Console width when printing to a pipe or file, so no column is cut.
 WIDE = 120
@@ -77,11 +77,27 @@ def to_rich(table: TableData, max_rows: int | None = None) -> Table:
     rows = table.rows
     if max_rows is not None and len(rows) > max_rows:
         rows = rows[:max_rows]
-    for row in rows:
-        out.add_row(*(_text(cell) for cell in row))
+    for row in _fitted(table.columns, rows):
+        out.add_row(*row)
     if len(rows) < len(table.rows):
         more = f"... {len(table.rows) - len(rows)} more"
         out.add_row(more, *[""] * (len(table.columns) - 1))
+    return out
+
+
+def _fitted(
+    columns: tuple[Column, ...], rows: tuple[tuple[Cell, ...], ...]
+) -> list[list[RenderableType]]:
+    """The rows' cells as rich text; the cells of name and path columns cut to fit."""
+    out: list[list[RenderableType]] = [[_text(cell) for cell in row] for row in rows]
+    for i, column in enumerate(columns):
+        if column.fit == "wrap":
+            continue
+        shown = [r for r, row in enumerate(rows) if not row[i].missing]
+        texts = [_text(rows[r][i]) for r in shown]
+        cells = (fit.name_cells if column.fit == "name" else fit.path_cells)(texts)
+        for r, cell in zip(shown, cells, strict=True):
+            out[r][i] = cell
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from roastcoffea.units import (
     format_byte_rate,
@@ -57,10 +57,16 @@ class Cell:
 
 @dataclass(frozen=True)
 class Column:
-    """A column heading; ``numeric`` columns are right-aligned."""
+    """A column heading; ``numeric`` columns are right-aligned.
+
+    ``fit`` says how its cells fit a narrow terminal: ``"wrap"`` (text, over lines),
+    ``"name"`` (names, cut where they agree so that they stay apart) or ``"path"``
+    (``file:line``, cut at its start so that the file and line stay whole).
+    """
 
     name: str
     numeric: bool = False
+    fit: Literal["wrap", "name", "path"] = "wrap"
 
 
 @dataclass(frozen=True)

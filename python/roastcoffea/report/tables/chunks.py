@@ -59,7 +59,7 @@ def dataset_table(metrics: Mapping[str, Any]) -> TableData | None:
     if not isinstance(per_dataset, Mapping) or not per_dataset:
         return None
     names = ("Chunks", "Failed", "Events", "Mean Time", "Rate (process)")
-    columns = (Column("Dataset"), *(Column(name, numeric=True) for name in names))
+    columns = (Column("Dataset", fit="name"), *(Column(name, numeric=True) for name in names))
     rows = []
     for dataset, row in per_dataset.items():
         failed = or_zero(row.get("num_failed"))
@@ -81,7 +81,13 @@ def failed_chunks_table(metrics: Mapping[str, Any]) -> TableData | None:
     failed = metrics.get("failed_chunks")
     if not isinstance(failed, list) or not failed:
         return None
-    columns = tuple(Column(n) for n in ("Dataset", "File", "Entries", "Worker", "Error"))
+    columns = (
+        Column("Dataset", fit="name"),
+        Column("File", fit="name"),
+        Column("Entries"),
+        Column("Worker", fit="name"),
+        Column("Error"),
+    )
     rows = tuple(
         (
             Cell(str(chunk.get("dataset"))),

@@ -18,7 +18,7 @@ def cost_table(metrics: Mapping[str, Any]) -> TableData | None:
         return None
     phases = [p for p in (*PHASES, "all") if any(p in row for row in table.values())]
     columns = (
-        Column("Dataset"),
+        Column("Dataset", fit="name"),
         *(Column("All Phases" if p == "all" else p.title(), numeric=True) for p in phases),
     )
     rows = tuple(

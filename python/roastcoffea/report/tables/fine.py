@@ -82,7 +82,7 @@ def prefix_table(metrics: Mapping[str, Any]) -> TableData | None:
         )
         for prefix, row in per_prefix.items()
     )
-    columns = (Column("Prefix"), Column("Role"), *TASK_COLUMNS)
+    columns = (Column("Prefix", fit="name"), Column("Role"), *TASK_COLUMNS)
     return TableData(PREFIX_TABLE_TITLE, columns, rows)
 
 
@@ -100,4 +100,4 @@ def worker_table(metrics: Mapping[str, Any]) -> TableData | None:
         for worker, row in per_worker.items()
     )
     note = f"{len(lost & set(per_worker))} of these workers were lost" if lost else None
-    return TableData(WORKER_TABLE_TITLE, (Column("Worker"), *TASK_COLUMNS), rows, note)
+    return TableData(WORKER_TABLE_TITLE, (Column("Worker", fit="name"), *TASK_COLUMNS), rows, note)

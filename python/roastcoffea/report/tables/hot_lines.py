@@ -16,8 +16,8 @@ def hot_lines_table(metrics: Mapping[str, Any]) -> TableData | None:
     if not isinstance(lines, list) or not lines:
         return None
     columns = (
-        Column("Function"),
-        Column("File:Line"),
+        Column("Function", fit="name"),
+        Column("File:Line", fit="path"),
         Column("Own Share", numeric=True),
         Column("With Callees", numeric=True),
     )

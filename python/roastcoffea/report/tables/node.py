@@ -31,7 +31,10 @@ def node_table(metrics: Mapping[str, Any]) -> TableData | None:
         for host, row in hosts.items()
         if isinstance(row, Mapping)
     )
-    columns = (Column("Host"), *(Column(name, numeric=True) for name, _, _ in NODE_COLUMNS))
+    columns = (
+        Column("Host", fit="name"),
+        *(Column(name, numeric=True) for name, _, _ in NODE_COLUMNS),
+    )
     note = (
         "Runnable threads: every process's on the node, the workers' tasks and the thread "
         "reading them included; more than the cores means threads waited for a CPU. "

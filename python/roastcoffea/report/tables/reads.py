@@ -28,7 +28,7 @@ def reads_table(metrics: Mapping[str, Any]) -> TableData | None:
     units = " or ".join(sorted({str(s.get("storage_unit") or "basket") for s in shapes.values()}))
     used = units_word(units).capitalize()
     names = ("Chunks", "Req./Chunk", "Bytes/Req.", "Open/Chunk", used, "Metadata", "Amplif.")
-    columns = (Column("File"), *(Column(name, numeric=True) for name in names))
+    columns = (Column("File", fit="name"), *(Column(name, numeric=True) for name in names))
     rows = []
     for name, shape in shapes.items():
         spread = shape.get("bytes_per_request") or {}

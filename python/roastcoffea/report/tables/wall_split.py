@@ -71,8 +71,8 @@ def tail_table(metrics: Mapping[str, Any]) -> TableData | None:
     if not isinstance(chunks, list) or not any(f.get("rule") == "tail" for f in findings):
         return None  # a tail too short to be a finding
     columns = (
-        Column("Chunk"),
-        Column("Worker"),
+        Column("Chunk", fit="name"),
+        Column("Worker", fit="name"),
         Column("Duration", numeric=True),
         Column("vs Median", numeric=True),
         Column("Cause (phase vs its median)"),
