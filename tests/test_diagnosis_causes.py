@@ -173,10 +173,12 @@ def test_baskets_of_forty_chunks_are_the_basket_size_finding(client: Client, dat
 def test_a_heavy_function_is_the_user_code_finding_and_the_first_hot_line(
     client: Client, lz4_files: list[Path]
 ) -> None:
-    m = diagnosed(client, fileset(lz4_files), Reader(loops=2_000_000), 12_500)
+    # About 0.4 s of pure Python per chunk: the user's code outweighs the rest whatever
+    # else the machine runs.
+    m = diagnosed(client, fileset(lz4_files), Reader(loops=5_000_000), 12_500)
     top = first(m)
     assert top["rule"] == "user-code", m["diagnosis"]
-    assert m["hot_lines"][0]["function"] == "heavy_loop"
+    assert m["hot_lines"][0]["function"] == "heavy_loop", m["hot_lines"][:3]
     assert "heavy_loop" in top["message"]
 
 

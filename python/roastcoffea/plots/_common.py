@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -27,6 +28,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import offset_copy
 
@@ -44,6 +46,21 @@ def new_figure(
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(nrows, ncols, **subplots)
+
+
+def plain_text(fig: Figure) -> None:
+    """Every text of ``fig`` drawn as written: names are data, never mathtext.
+
+    matplotlib parses ``$...$`` in any text as mathematics, so a dataset named
+    ``$\\alpha$`` would be typeset and one with a stray ``$`` or an unknown macro would
+    stop the drawing. The tick labels are made here first (``get_major_ticks``), so
+    that those of fixed labels (names) are among the texts switched.
+    """
+    for axes in fig.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            axis.get_major_ticks()
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
 
 
 def finish(fig: Figure, output_path: str | os.PathLike[str] | None) -> None:
@@ -161,6 +178,7 @@ def figure(
                 require_key(bound.args[0], needs, data)
             output_path = bound.arguments.pop("output_path")
             drawn = draw(*bound.args, **bound.kwargs)
+            plain_text(drawn[0])  # type: ignore[index]
             finish(drawn[0], output_path)  # type: ignore[index]
             return drawn
 
@@ -240,11 +258,19 @@ def say_instead(ax: Axes, text: str) -> None:
 CAPTION = "roastcoffea-caption"
 
 
+#: Characters of a caption line per inch of figure width: small text fits at 0.8 of it.
+CAPTION_CHARS_PER_INCH = 11
+
+
 def caption(ax: Axes, text: str) -> None:
-    """A remark on the data, under the axes' x label (never over the data)."""
-    above = sum(1 for t in ax.texts if t.get_gid() == CAPTION)
+    """A remark on the data, under the axes' x label (never over the data), wrapped to
+    the figure's width: a line wider than the figure would squeeze the axes to nothing."""
+    above = sum(t.get_text().count("\n") + 1 for t in ax.texts if t.get_gid() == CAPTION)
+    fig = ax.get_figure(root=True)
+    assert isinstance(fig, Figure)
+    width = max(int(fig.get_figwidth() * CAPTION_CHARS_PER_INCH), 40)
     ax.annotate(
-        text,
+        textwrap.fill(text, width, break_long_words=True),
         xy=(0.0, 0.0),
         xycoords=("axes fraction", ax.xaxis.label),
         xytext=(0, -4 - 12 * above),

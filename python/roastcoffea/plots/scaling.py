@@ -109,7 +109,7 @@ def plot_efficiency_summary(metrics: MetricsLike, figsize: Size) -> FigureAxes:
         axes[1],
         [("speedup", speedup, COLORS[1])],
         [_reason(metrics, keys[1])],
-        r"speedup ($\times$)",
+        "speedup (\N{MULTIPLICATION SIGN})",
         ".2f",
         "processor task time / wall time",
     )
