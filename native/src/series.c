@@ -58,6 +58,17 @@ const roast_column roast_v2_columns[ROAST_V2_NCOLS] = {
     ROAST_COL_DISK_WRITE, ROAST_COL_LAST_SEEN,
 };
 
+int roast_columns_of_version(int version, roast_column *cols)
+{
+    if (version == 2) {
+        memcpy(cols, roast_v2_columns, sizeof roast_v2_columns);
+        return ROAST_V2_NCOLS;
+    }
+    for (int c = 0; c < ROAST_NCOLS; c++)
+        cols[c] = (roast_column)c;
+    return ROAST_NCOLS;
+}
+
 enum {
     GROUP = 16,                      /* raw samples per new bucket */
     SAMPLE_BYTES = 64,               /* raw bytes per sample, all fields */

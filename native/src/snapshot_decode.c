@@ -144,23 +144,11 @@ static roast_status dec_counters(const msgpack_object *map, roast_agg_report *r,
     return ROAST_OK;
 }
 
-/* The columns of a point of the snapshot's version, in wire order. */
-static int point_columns(const snap_dec *d, roast_column *cols)
-{
-    if (d->version == 2) {
-        memcpy(cols, roast_v2_columns, sizeof roast_v2_columns);
-        return ROAST_V2_NCOLS;
-    }
-    for (int c = 0; c < ROAST_NCOLS; c++)
-        cols[c] = (roast_column)c;
-    return ROAST_NCOLS;
-}
-
 static roast_status dec_point(const snap_dec *d, const msgpack_object *o, roast_str worker,
                               size_t i, roast_series_point *p)
 {
     roast_column col[ROAST_NCOLS];
-    int ncols = point_columns(d, col);
+    int ncols = roast_columns_of_version(d->version, col);
     size_t n = o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size : 0;
     if (n != 1 + (size_t)ncols && n != 3 + 3 * (size_t)ncols)
         return wire_fail(d->err, d->errcap, "snapshot.series[\"%.*s\"][%zu]: expected an array of %d or %d",

@@ -581,22 +581,10 @@ static roast_status read_counters(jr *r, const cJSON *obj, roast_agg_report *rep
     return ROAST_OK;
 }
 
-/* The columns of a point of the document's version, in file order. */
-static int point_columns(const jr *r, roast_column *cols)
-{
-    if (r->version == 2) {
-        memcpy(cols, roast_v2_columns, sizeof roast_v2_columns);
-        return ROAST_V2_NCOLS;
-    }
-    for (int c = 0; c < ROAST_NCOLS; c++)
-        cols[c] = (roast_column)c;
-    return ROAST_NCOLS;
-}
-
 static bool read_point(const jr *r, const cJSON *arr, roast_series_point *p)
 {
     roast_column col[ROAST_NCOLS];
-    int ncols = point_columns(r, col);
+    int ncols = roast_columns_of_version(r->version, col);
     int n = cJSON_GetArraySize(arr);
     if (!cJSON_IsArray(arr) || (n != 1 + ncols && n != 3 + 3 * ncols))
         return false;
@@ -640,7 +628,7 @@ static roast_status read_worker_series(jr *r, const cJSON *pair, size_t i)
     for (const cJSON *pt = pair->child->next->child; pt; pt = pt->next, j++) {
         roast_series_point p;
         roast_column unused[ROAST_NCOLS];
-        int ncols = point_columns(r, unused);
+        int ncols = roast_columns_of_version(r->version, unused);
         if (!read_point(r, pt, &p))
             return fail(r->err, r->errcap,
                         "state.series[%zu][1][%zu]: expected %d or %d numbers, a count of at least "

@@ -52,6 +52,9 @@ extern const char *const roast_column_names[ROAST_NCOLS];
  * in order: a point of version 2 has these, the others read as NaN. */
 #define ROAST_V2_NCOLS 14
 extern const roast_column roast_v2_columns[ROAST_V2_NCOLS];
+/* The columns a point of wire or file format `version` holds, in their order, into
+ * cols (room for ROAST_NCOLS); returns how many. */
+int roast_columns_of_version(int version, roast_column *cols);
 
 /* One observation of one worker. NaN marks a value the worker did not report. */
 typedef struct roast_sample {
