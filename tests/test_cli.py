@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 from measured_run import Measured
+from roast_testing import SUMMARY_TABLES
 
 from roastcoffea import __version__, load_measurement, save_measurement
 from roastcoffea.measurement import load_metadata
 from roastcoffea.plots.catalog import applicable_plots
+from roastcoffea.report.answer import answer
 from roastcoffea.units import format_number
 
 #: The installed console script, next to this interpreter.
@@ -117,13 +119,38 @@ def _drain(fd: int) -> bytes:
     return shown
 
 
-def test_show_prints_the_summary(measured: Measured) -> None:
+def test_show_opens_with_the_answer_on_one_screen(measured: Measured) -> None:
     result = run("show", measured.path)
     assert result.returncode == 0, result.stderr
-    assert f"measurement measured ({measured.path})" in result.stdout
-    for title in ("Throughput Metrics", "Event Processing Metrics", "Chunk Metrics"):
-        assert title in result.stdout
-    assert f"{measured.metrics['total_events']:,}" in result.stdout
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 24 and max(map(len, lines)) <= 80, result.stdout
+    start = load_metadata(measured.path)["start_utc"][:19].replace("T", " ")
+    assert lines[0] == f"measured, started {start} UTC"
+    text = " ".join(result.stdout.split())
+    assert f"{measured.metrics['total_events']:,} events in " in text
+    assert "What to change, the largest wall time at stake first:" in text
+    top = answer(measured.metrics).findings[0]
+    assert " ".join(f"1. {top.stake}: {top.change}".split()) in text
+    assert "Throughput Metrics" not in text  # the tables are behind --all and --table
+    assert "--all" in lines[-1] and "--table NAME" in lines[-1]
+
+
+def test_show_all_prints_the_answer_then_every_table(measured: Measured) -> None:
+    result = run("show", measured.path, "--all")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.index("What to change") < text.index("Throughput Metrics")
+    for title in (*SUMMARY_TABLES, "Diagnosis"):
+        assert title in text, title
+    assert f"{measured.metrics['total_events']:,}" in text
+
+
+def test_show_table_prints_the_named_tables_only(measured: Measured) -> None:
+    result = run("show", measured.path, "--table", "chunk", "--table", "diagnosis")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.index("Chunk Metrics") < result.stdout.index("Diagnosis")
+    assert "Throughput Metrics" not in result.stdout and "What to change" not in result.stdout
+    assert_one_line_error(run("show", measured.path, "--table", "nope"), 2, "invalid choice")
 
 
 def corrupt_copy(measured: Measured, tmp_path: Path, name: str, text: str) -> Path:

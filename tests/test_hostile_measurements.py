@@ -306,7 +306,11 @@ def test_show_and_compare_either_print_or_refuse_in_one_line(
     base: Base, pick: int, value: Any
 ) -> None:
     directory = str(mutate(base, pick, value))
-    for args in (("show", directory), ("compare", directory, directory)):
+    for args in (
+        ("show", directory),
+        ("show", directory, "--all"),
+        ("compare", directory, directory),
+    ):
         status, err = run_cli(*args)
         if status == 2:
             assert err.count("\n") == 1 and "cannot read measurement" in err, err

@@ -63,7 +63,7 @@ def test_report_keeps_every_figure_and_shows_the_names_escaped(saved: Path, tmp_
 
 
 def test_show_prints_the_names_as_written(saved: Path) -> None:
-    done = run("show", saved)
+    done = run("show", saved, "--all")
     assert done.returncode == 0, done.stderr
     for name in NAMES:
         assert name in done.stdout, name

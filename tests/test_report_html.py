@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from browser import run_chromium
 from distributed import Client
+from markupsafe import escape
 from matplotlib.image import imread
 from measured_run import Measured
 from roast_testing import SUMMARY_TABLES
@@ -28,6 +29,7 @@ from roastcoffea.measurement import load_metadata
 from roastcoffea.plots import catalog
 from roastcoffea.plots.catalog import applicable_plots
 from roastcoffea.report import tables
+from roastcoffea.report.answer import answer
 from roastcoffea.report.html import SECTIONS, render_report, write_report
 from roastcoffea.report.tables.cells import Cell, TableData, count
 from roastcoffea.units import format_time
@@ -171,6 +173,13 @@ def test_report_structure(report: Report) -> None:
     events = count(metrics["total_events"])
     assert f"Events {events}" in page.text
     assert "Attention" not in page.text  # nothing failed or got lost in this run
+
+    # The answer opens the page: the headline, then what to change, before any number card.
+    opened = answer(metrics)
+    head = str(escape(opened.headline))
+    assert text.index(head) < text.index('id="answer"') < text.index('class="kpi')
+    top = opened.findings[0]
+    assert f"{top.stake} {top.change}" in page.text
 
 
 def test_every_table_is_written(report: Report) -> None:
@@ -398,6 +407,52 @@ def test_chromium_renders_the_report(loaded_report: Report, tmp_path: Path) -> N
     expected = tables.build_tables(metrics) + tables.metadata_tables(metadata)
     for table in expected:
         assert table.title in page.tables, table.title
+
+
+#: Run after the page loaded at 1,024 x 768: what a reader sees and whether anything overflows.
+LAYOUT_CHECK = """<script>
+window.addEventListener("load", () => {
+  const b = document.body, fold = window.innerHeight;
+  b.setAttribute("data-page-overflow", String(document.documentElement.scrollWidth > innerWidth));
+  const first = document.querySelector("#answer li");
+  b.setAttribute("data-first-finding-bottom", String(first.getBoundingClientRect().bottom));
+  b.setAttribute("data-fold", String(fold));
+  b.setAttribute("data-width", String(innerWidth));
+  const cut = [];
+  for (const box of document.querySelectorAll(".kpi, .answer, .card, header .wrap"))
+    for (const el of [box, ...box.querySelectorAll("*")])
+      if (el.scrollWidth > el.clientWidth + 1 && !el.closest(".scroll") && el.clientWidth > 0
+          && getComputedStyle(el).overflowX !== "auto")
+        cut.push(el.className || el.tagName);
+  b.setAttribute("data-cut", cut.join("|"));
+});
+</script>"""
+
+
+def test_the_answer_is_on_the_first_screen_at_1024_px(
+    loaded_report: Report, tmp_path: Path
+) -> None:
+    metrics, _, path = loaded_report
+    checked = tmp_path / "checked.html"
+    checked.write_text(
+        path.read_text(encoding="utf-8").replace("</body>", LAYOUT_CHECK + "</body>")
+    )
+    dom = run_chromium(
+        tmp_path / "profile",
+        "--window-size=1024,768",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        checked.as_uri(),
+    ).stdout
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None, dom[:2000]
+    found = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body[1]))
+    assert found["page-overflow"] == "false"
+    assert found["cut"] == "", f"content wider than its box: {found['cut']}"
+    # The viewport of a 1,024 x 768 window (headless Chromium keeps some of its height).
+    assert found["width"] == "1024" and float(found["fold"]) >= 600
+    assert float(found["first-finding-bottom"]) <= float(found["fold"])
+    assert answer(metrics).findings[0].change in Page(dom).text
 
 
 @pytest.mark.parametrize(

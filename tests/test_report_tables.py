@@ -61,7 +61,7 @@ def test_one_rule_for_units_and_precision() -> None:
     # Byte rates in binary units per second, as sizes are.
     assert cells.mb_per_second(2.0) == "1.91 MiB/s"
     rate = rows_of(tables.throughput_table({"overall_rate_gbps": 0.1}))["Data Rate"].text
-    assert rate == "0.100 Gbps (11.92 MiB/s)"
+    assert rate == "100.00 Mbps (11.92 MiB/s)"
     # Durations as Dask writes them: no nanoseconds beside microseconds.
     monitoring = rows_of(tables.monitoring_table({"monitoring": {"hook_ns_per_call": 269}}))
     assert monitoring["Hook Time per Call (inside the hook)"].text == "0.27 us"

@@ -148,6 +148,8 @@ def _on_measurement(
 
 
 def _parser() -> argparse.ArgumentParser:
+    from roastcoffea.report.tables import TABLE_NAMES
+
     parser = argparse.ArgumentParser(
         prog="roastcoffea", description="Performance monitoring for Coffea analyses on Dask."
     )
@@ -199,11 +201,22 @@ def _parser() -> argparse.ArgumentParser:
         help="do not write report.html next to the measurement",
     )
 
-    _on_measurement(
+    show = _on_measurement(
         commands,
         "show",
-        "print the summary of a saved measurement",
-        "Print the summary tables of a measurement saved by save_measurement.",
+        "print the answer of a saved measurement, or its tables",
+        "Print the run's headline and what to change first (the top findings, the largest "
+        "wall time at stake first), fitted to one screen; --all adds every table, --table "
+        "prints the named ones.",
+    )
+    which = show.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true", help="the answer, then every table with data")
+    which.add_argument(
+        "--table",
+        action="append",
+        choices=list(TABLE_NAMES),
+        metavar="NAME",
+        help="print this table (repeatable): " + ", ".join(TABLE_NAMES),
     )
     _on_measurement(
         commands,
@@ -267,20 +280,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from roastcoffea.report.summary import print_summary, printable
-    from roastcoffea.units import format_time
+    from rich.console import Console
+
+    from roastcoffea.report.summary import SCREEN, print_answer, print_summary, safe_text
 
     loaded = _load(args.measurement)
-    start = loaded.metadata.get("start_utc", "?")
-    versions = loaded.metadata.get("versions") or {}
-    print(
-        printable(
-            f"measurement {loaded.name} ({loaded.path}): started {start} UTC, "
-            f"{format_time(loaded.t1 - loaded.t0)}, "
-            f"roastcoffea {versions.get('roastcoffea', '?')}"
-        )
-    )
-    print_summary(loaded.metrics)
+    console = Console()
+    if args.all or args.table:
+        print_summary(loaded.metrics, None, args.table)
+        return 0
+    width, height = (console.width, console.height) if console.is_terminal else SCREEN
+    console = Console(width=width)
+    start = str(loaded.metadata.get("start_utc", "?"))[:19].replace("T", " ")
+    console.print(safe_text(f"{loaded.name}, started {start} UTC", style="cyan"))
+    more = "Every table: --all; one of them: --table NAME (-h lists the names)."
+    print_answer(loaded.metrics, console, height - 3)
+    console.print()
+    console.print(safe_text(more, style="dim"))
     return 0
 
 

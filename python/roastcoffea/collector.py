@@ -338,7 +338,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
 
     def print_summary(self) -> None:
-        """Print the summary tables of the metrics (RuntimeError as :meth:`get_metrics`)."""
+        """Print the answer, then the summary tables (RuntimeError as :meth:`get_metrics`)."""
         from roastcoffea.report.summary import print_summary
 
         print_summary(self.get_metrics())

@@ -2,8 +2,9 @@
 
 - Bytes in binary units as Dask writes them (:func:`dask.utils.format_bytes`:
   B, kiB, MiB, GiB, TiB, PiB), byte rates in the same units per second
-  (``MiB/s``). The data rate's headline figure is in Gbps (decimal bits per
-  second, roastcoffea 0.1.2's key), with its byte rate beside it.
+  (``MiB/s``). The data rate's headline figure is in decimal bits per second
+  (kept in Gbps, roastcoffea 0.1.2's key; written in Gbps, Mbps or kbps as its
+  magnitude calls for), with its byte rate beside it.
 - Durations as Dask writes them (:func:`dask.utils.format_time`: us, ms, s,
   then minutes and hours).
 - Event rates in Hz, kHz, MHz as their magnitude calls for.
@@ -57,6 +58,28 @@ def format_rate(hertz: float, per: str = "") -> str:
         if abs(hertz) >= size:
             return f"{hertz / size:,.2f} {name}{per}"
     return f"{hertz:,.2f} Hz{per}"
+
+
+#: Decimal bit-rate units, largest first.
+BIT_RATE_UNITS = (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3))
+
+
+def format_bit_rate(bits_per_second: float) -> str:
+    """A data rate in the decimal bit unit its magnitude calls for: ``"28.06 Mbps"``.
+
+    The metric stays in Gbps (``overall_rate_gbps``, 0.1.2's key); its text never
+    reads as "0.000 Gbps".
+    """
+    value = float(bits_per_second)
+    for name, size in BIT_RATE_UNITS:
+        if abs(value) >= size:
+            return f"{value / size:,.2f} {name}"
+    return f"{value:,.2f} bps"
+
+
+def format_gbps(gbps: float) -> str:
+    """A data rate given in Gbps (``overall_rate_gbps``), written as :func:`format_bit_rate`."""
+    return format_bit_rate(1e9 * float(gbps))
 
 
 def byte_unit(peak: float) -> tuple[float, str]:

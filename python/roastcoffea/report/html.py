@@ -11,9 +11,11 @@ every row is written (long tables scroll in their box, and print in full). A
 value that could not be measured shows ``N/A`` with its reason, visible and as
 a tooltip.
 
-Sections, in order: header (title, measurement, UTC start and end, duration,
-key figures, alerts), summary tables, fine metrics, figures, chunks (chunk,
-dataset and section statistics), run metadata, monitoring overhead.
+The page opens with the answer (:mod:`roastcoffea.report.answer`): the headline
+in the header, then what to change (the top findings, the largest wall time at
+stake first), alerts and the key figures. Then the sections, in order: summary
+tables, findings, phases, fine metrics, figures, chunks (chunk, dataset and
+section statistics), run metadata, monitoring overhead.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ import jinja2
 
 from roastcoffea.compat_0_1_2.names import LEGACY_FORMAT
 from roastcoffea.report import tables
+from roastcoffea.report.answer import answer
 from roastcoffea.report.tables import cells
 from roastcoffea.report.tables.cells import Cell, TableData
-from roastcoffea.units import format_bytes, format_time
+from roastcoffea.units import format_bytes, format_gbps, format_time
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +140,7 @@ def _fill_rows(cards: list[dict[str, Any]]) -> None:
 _KEY_FIGURES = (
     ("Events", "total_events", cells.count),
     ("Event rate", "event_rate_wall_khz", cells.khz),
-    ("Data rate", "overall_rate_gbps", cells.number(3, " Gbps")),
+    ("Data rate", "overall_rate_gbps", format_gbps),
     ("Wall time", "wall_time", format_time),
     ("Core efficiency", "core_efficiency", cells.fraction),
     ("Speedup", "speedup_factor", cells.number(2, "x")),
@@ -275,7 +278,7 @@ def _figures(metrics: Mapping[str, Any], on_figure: FigureProgress | None) -> di
 #: Sections of the page: (anchor, heading).
 SECTIONS = (
     ("summary", "Summary"),
-    ("findings", "What to Change"),
+    ("findings", "Findings"),
     ("phases", "Processor Phases"),
     ("fine-metrics", "Fine Metrics"),
     ("figures", "Figures"),
@@ -455,6 +458,7 @@ def render_report(
             sections=sections,
             facts=_facts(metadata, _when(metadata, t0, t1)),
             kpis=_kpis(metrics),
+            answer=answer(metrics),
             alerts=_alerts(metrics),
         )
         + "\n"

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
 from rich.console import Console
@@ -24,7 +24,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from roastcoffea.units import format_bytes, format_rate, format_time
+from roastcoffea.units import format_bytes, format_gbps, format_rate, format_time
 
 logger = logging.getLogger(__name__)
 
@@ -230,8 +230,8 @@ class LiveView:
         s = self.state()
         elapsed = s["elapsed"]
 
-        def rate(value: float | None, fmt: str) -> str:
-            return "[dim]waiting for data[/dim]" if value is None else fmt.format(value)
+        def rate(value: float | None, fmt: Callable[[float], str]) -> str:
+            return "[dim]waiting for data[/dim]" if value is None else fmt(value)
 
         # Two time bases, two names: the last seconds while running, the block at the end.
         basis = "(wall time)" if self.settled else f"(last {RATE_WINDOW:g} s)"
@@ -242,15 +242,13 @@ class LiveView:
         table.add_column(justify="right", style="magenta")
         table.add_row(
             f"Event rate {basis}",
-            "[dim]waiting for data[/dim]"
-            if s["events_per_s"] is None
-            else format_rate(s["events_per_s"]),
+            rate(s["events_per_s"], format_rate),
             "Workers",
             str(s["workers"]),
         )
         table.add_row(
             f"Data rate {basis}",
-            rate(s["gbps"], "{:.3f} Gbps"),
+            rate(s["gbps"], format_gbps),
             "Memory",
             "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"]),
         )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roastcoffea.report.live import REFRESH_PER_SECOND, LiveView, count_text, dominant_phase
-from roastcoffea.units import format_bytes, format_rate, format_time
+from roastcoffea.units import format_bytes, format_gbps, format_rate, format_time
 
 logger = logging.getLogger(__name__)
 
@@ -77,16 +77,14 @@ class NotebookLiveView(LiveView):
         s = self.state()
         elapsed = s["elapsed"]
 
-        def rate(value: float | None, fmt: str | Callable[[float], str]) -> str:
-            if value is None:
-                return "waiting for data"
-            return fmt(value) if callable(fmt) else fmt.format(value)
+        def rate(value: float | None, fmt: Callable[[float], str]) -> str:
+            return "waiting for data" if value is None else fmt(value)
 
         tasks = f"{s['tasks']:,}" + (f" ({s['erred']} erred)" if s["erred"] else "")
         memory = "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"])
         rows = [
             ("Event rate", rate(s["events_per_s"], format_rate), "Workers", str(s["workers"])),
-            ("Data rate", rate(s["gbps"], "{:.3f} Gbps"), "Memory", memory),
+            ("Data rate", rate(s["gbps"], format_gbps), "Memory", memory),
             ("Events", count_text(s["events"]), "Tasks done", tasks),
             ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),
             ("Dominant phase", dominant_phase(s["dominant_phase"]), "", ""),

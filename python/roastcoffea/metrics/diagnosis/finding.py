@@ -87,6 +87,7 @@ class Finding:
             "phase": self.phase,
             "share_percent": self.share_percent,
             "wall_at_stake_seconds": self.wall_at_stake_seconds,
+            "cause": self.cause,
             "message": self.message,
             "actions": [a.text for a in self.actions],
             "knobs": {a.knob: a.way for a in self.actions if a.knob is not None},

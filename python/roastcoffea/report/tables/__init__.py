@@ -77,6 +77,12 @@ TABLE_BUILDERS: tuple[Callable[[Mapping[str, Any]], TableData | None], ...] = (
     monitoring_table,
 )
 
+#: Every table by its name, as ``roastcoffea show --table NAME`` takes it: the builder's
+#: name without ``_table``, dashed (``wall-split``).
+TABLE_NAMES: dict[str, Callable[[Mapping[str, Any]], TableData | None]] = {
+    builder.__name__.removesuffix("_table").replace("_", "-"): builder for builder in TABLE_BUILDERS
+}
+
 
 def build_tables(metrics: Mapping[str, Any]) -> list[TableData]:
     """Every table of the summary, in order (breakdowns without data are left out)."""
@@ -96,6 +102,7 @@ __all__ = [
     "READS_TITLE",
     "SECTIONS_TITLE",
     "TABLE_BUILDERS",
+    "TABLE_NAMES",
     "TAIL_TITLE",
     "WALL_SPLIT_TITLE",
     "WORKER_TABLE_TITLE",

@@ -23,14 +23,14 @@ from roastcoffea.report.tables.cells import (
     per_core,
     value_cell,
 )
-from roastcoffea.units import format_byte_rate, format_bytes, format_rate, format_time
+from roastcoffea.units import format_byte_rate, format_bytes, format_gbps, format_rate, format_time
 
 
 def throughput_table(metrics: Mapping[str, Any]) -> TableData:
     """Data rate and bytes read."""
     rate = metrics.get("overall_rate_gbps")
     if is_number(rate) and math.isfinite(rate):
-        rate_cell = Cell(f"{rate:.3f} Gbps ({format_byte_rate(rate * 1e9 / 8)})")
+        rate_cell = Cell(f"{format_gbps(rate)} ({format_byte_rate(rate * 1e9 / 8)})")
     else:
         rate_cell = value_cell(metrics, "overall_rate_gbps", str)
     rows = [(Cell("Data Rate"), rate_cell)]
