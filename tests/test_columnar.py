@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import awkward as ak
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +17,8 @@ from measured_run import Measured
 
 from roastcoffea import DecodeError, load_measurement, save_measurement, to_arrow, to_pandas
 from roastcoffea.formats.parquet import (
+    MAX_STRUCT_FIELDS,
+    RECORDS_KEY,
     read_parquet,
     records_from_arrow,
     records_to_arrow,
@@ -52,14 +56,73 @@ def test_records_of_every_shape_come_back_exactly() -> None:
     table = records_to_arrow(ODD_RECORDS)
     assert table.schema.field("n").type == "int64" and table.schema.field("x").type == "double"
     assert table.schema.field("mixed").type == "string"  # mixed types: tagged JSON text
+    nested = table.schema.field("nested").type
+    assert nested == pa.struct({"a": pa.list_(pa.int64()), "b": pa.struct({"c": pa.string()})})
     assert same(records_from_arrow(table), ODD_RECORDS)
     assert same(read_parquet(write_parquet(ODD_RECORDS)), ODD_RECORDS)
+
+
+#: Chunk records as the worker writes them: an envelope, sections, a list, keys that vary.
+CHUNKS: list[dict[str, Any]] = [
+    {
+        "kind": "chunk",
+        "v": 1,
+        "num_events": 10,
+        "timing": {"jets": 0.25, "muons": 0.5},
+        "branches": ["Jet_pt", "Muon_pt"],
+        "counts": {f"key{i}": i for i in range(MAX_STRUCT_FIELDS + 1)},
+    },
+    {
+        "kind": "chunk",
+        "v": 1,
+        "num_events": 20,
+        "timing": {"muons": 1.0, "jets": 2.0, "extra": None},
+        "branches": [],
+        "counts": {},
+    },
+    {"kind": "chunk", "v": 1, "num_events": 30, "timing": None, "branches": ["Jet_pt"]},
+]
+
+
+def test_nested_fields_are_arrow_structs_and_lists_without_internal_columns(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chunks.parquet"
+    path.write_bytes(write_parquet(CHUNKS))
+    table = pq.read_table(path)
+    assert table.column_names == ["num_events", "timing", "branches", "counts"]
+    schema = table.schema
+    assert schema.field("timing").type == pa.struct(
+        {"jets": pa.float64(), "muons": pa.float64(), "extra": pa.string()}
+    )
+    assert schema.field("branches").type == pa.list_(pa.string())
+    assert schema.field("counts").type == pa.string()  # keys that are data: tagged JSON
+    # awkward reads records and lists; pandas gives dicts; load_measurement the records.
+    events = ak.from_parquet(path)
+    assert ak.to_list(events.timing.jets) == [0.25, 2.0, None]
+    assert ak.to_list(ak.num(events.branches)) == [2, 0, 1]
+    frame = pd.read_parquet(path)
+    assert frame["timing"][0] == {"jets": 0.25, "muons": 0.5, "extra": None}
+    assert same(read_parquet(path.read_bytes()), CHUNKS)
 
 
 def test_a_table_not_written_by_roastcoffea_is_refused() -> None:
     other = pd.DataFrame({"a": [1, 2]})
     with pytest.raises(ValueError, match="not a table of roastcoffea records"):
         records_from_arrow(pa.Table.from_pandas(other))
+
+
+@pytest.mark.parametrize(
+    "irregular",
+    [[[7, {"absent": [["timing"]]}]], [[0, {"absent": [["nope", "x"]]}]], [[0, {"order": 3}]], 5],
+)
+def test_damaged_metadata_is_one_error_naming_it(irregular: Any) -> None:
+    table = records_to_arrow(CHUNKS)
+    described = json.loads(table.schema.metadata[RECORDS_KEY])
+    described["irregular"] = irregular
+    damaged = table.replace_schema_metadata({RECORDS_KEY: json.dumps(described).encode()})
+    with pytest.raises(ValueError, match=r"roastcoffea\.records"):
+        records_from_arrow(damaged)
 
 
 def test_the_saved_chunk_records_are_a_parquet_file_read_back_exactly(
@@ -73,6 +136,10 @@ def test_the_saved_chunk_records_are_a_parquet_file_read_back_exactly(
     table = pq.read_table(measured.path / "chunks.parquet")
     assert table.num_rows == len(records) == measured.metrics["num_chunks"]
     assert table.column("num_events").to_pylist() == [r["num_events"] for r in records]
+    assert not {"kind", "v", "_absent", "_order"} & set(table.column_names)
+    assert pa.types.is_struct(table.schema.field("timing").type)
+    sections = ak.from_parquet(measured.path / "chunks.parquet").timing.select
+    assert ak.to_list(sections) == [r["timing"].get("select") for r in records]
     # And the metrics file no longer carries them.
     assert '"raw_chunk_metrics": null' in (measured.path / "metrics.json").read_text()
     again = save_measurement(dict(metrics), t0, t1, tmp_path, "again")
@@ -96,6 +163,13 @@ def test_the_three_tables_have_a_row_per_chunk_task_and_worker(measured: Measure
         d: row["total_events"] for d, row in metrics["per_dataset"].items()
     }
     assert "timing.select" in chunks.columns  # a section, spread into its own column
+    # A dict that is None in one row is spread all the same, with no column of its own.
+    some = [dict(r) for r in metrics["raw_chunk_metrics"]]
+    some[0]["file_metadata"] = None
+    spread = to_pandas({"raw_chunk_metrics": some})
+    assert "file_metadata" not in spread.columns
+    none = [r.get("file_metadata") is None for r in some]
+    assert spread["file_metadata.filename"].isna().tolist() == none
     phases = to_pandas(metrics, "phases")
     assert len(phases) == metrics["phase_tasks"]
     assert phases["wall.user"].sum() == pytest.approx(metrics["phase_wall_seconds"]["user"])

@@ -4,7 +4,8 @@ Three tables, one row each per:
 
 ``"chunks"``
     chunk record (``metrics["raw_chunk_metrics"]``); dict fields are spread one
-    level into columns (``timing.jets``, ``accessed_baskets.id``).
+    level into columns (``timing.jets``, ``accessed_baskets.id``; a row where the
+    dict is None has them null).
 ``"phases"``
     task measured by the phase clock (``metrics["raw_phase_records"]``), with
     ``wall.<phase>`` and ``cpu.<phase>`` columns.
@@ -60,7 +61,14 @@ def to_pandas(metrics: Mapping[str, Any], table: Table = "chunks") -> pd.DataFra
     import pandas as pd
 
     rows = _rows(metrics, table)
-    return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.json_normalize(rows, max_level=1)
+    # A dict field that is None in some rows leaves a column of its own beside the
+    # spread ones, null wherever it was a dict: its nulls are the spread columns' too.
+    spread = {c.split(".", 1)[0] for c in frame.columns if "." in c}
+    shadows = [c for c in spread if c in frame.columns and frame[c].isna().all()]
+    return frame.drop(columns=shadows)
 
 
 def to_arrow(metrics: Mapping[str, Any], table: Table = "chunks") -> pa.Table:
