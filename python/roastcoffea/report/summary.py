@@ -190,10 +190,11 @@ def print_summary(
         console = Console()
         if not console.is_terminal:
             console = Console(width=max(WIDE, console.width))
+    chosen: list[RenderableType]
     if only is None:
         print_answer(metrics, console)
         console.print()
-        chosen = summary_tables(metrics)
+        chosen = list(summary_tables(metrics))
     else:
         chosen = [_named_table(metrics, name) for name in only]
     for table in chosen:
