@@ -116,8 +116,10 @@ def test_the_extra_cost_is_marked_in_that_dataset_s_user_phase_only(
     assert marked(comparison.changes) == {("b", "user"), ("b", "all")}, comparison.changes
     user = next(c for c in comparison.changes if (c.dataset, c.phase) == ("b", "user"))
     assert user.regression and user.low > 0
-    # The burn is thread CPU inside process(): at least EXTRA_US more per event.
-    assert user.after_us - user.before_us >= EXTRA_US
+    # The burn is thread CPU inside process(): at least EXTRA_US per event in the slower
+    # runs' user phase. Not "EXTRA_US more than before": the rest of the user phase is
+    # another run's, and may come out lower by its noise.
+    assert user.after_us >= EXTRA_US
     assert {c.dataset for c in comparison.changes} == {"a", "b"}
     assert comparison.regressions_above(50.0)
 
