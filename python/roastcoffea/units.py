@@ -53,11 +53,15 @@ def format_rate(hertz: float, per: str = "") -> str:
     ``per`` is appended to the unit (``"/core"``), so a small run reads in Hz,
     never as "0.00 kHz".
     """
-    hertz = float(hertz)
-    for name, size in RATE_UNITS:
-        if abs(hertz) >= size:
-            return f"{hertz / size:,.2f} {name}{per}"
-    return f"{hertz:,.2f} Hz{per}"
+    return _in_unit(float(hertz), RATE_UNITS, "Hz", per)
+
+
+def _in_unit(value: float, units: tuple[tuple[str, float], ...], base: str, per: str = "") -> str:
+    """``value`` in the first of ``units`` (largest first) it reaches, else in ``base``."""
+    for name, size in units:
+        if abs(value) >= size:
+            return f"{value / size:,.2f} {name}{per}"
+    return f"{value:,.2f} {base}{per}"
 
 
 #: Decimal bit-rate units, largest first.
@@ -70,11 +74,7 @@ def format_bit_rate(bits_per_second: float) -> str:
     The metric stays in Gbps (``overall_rate_gbps``, 0.1.2's key); its text never
     reads as "0.000 Gbps".
     """
-    value = float(bits_per_second)
-    for name, size in BIT_RATE_UNITS:
-        if abs(value) >= size:
-            return f"{value / size:,.2f} {name}"
-    return f"{value:,.2f} bps"
+    return _in_unit(float(bits_per_second), BIT_RATE_UNITS, "bps")
 
 
 def format_gbps(gbps: float) -> str:
