@@ -3,13 +3,14 @@
 Runs of one analysis on two datasets, interleaved on one cluster: three *before*, three
 *slower* (burning a fixed extra CPU time per event in ``process()`` for dataset ``b``
 only) and three *again* (the same analysis as before). With three runs per side their
-spread is the noise: before against slower marks ``b``'s ``user`` phase and its whole
-cost, nothing of ``a``; before against again marks nothing. The assertions that nothing
-is marked are made at a family-wise level of 0.001, so that a suite run beside other
-work fails them at most once in a thousand runs, and the extra cost is several times the
-analysis's own, so that it is caught whatever the machine does. ``roastcoffea compare
---fail-above`` exits non-zero on the slower runs only, and refuses a threshold or a
-comparison that means nothing.
+spread is the noise: before against slower marks ``b``'s ``user`` phase and nothing of
+``a`` (``b``'s whole cost rises by the burn too, but whether that is marked depends on
+how noisy the machine makes the other phases); before against again marks nothing. The
+assertions that nothing is marked are made at a family-wise level of 0.001, so that a
+suite run beside other work fails them at most once in a thousand runs, and the extra
+cost is several times the user phase's own, so that it is caught whatever the machine
+does. ``roastcoffea compare --fail-above`` exits non-zero on the slower runs only, and
+refuses a threshold or a comparison that means nothing.
 """
 
 from __future__ import annotations
@@ -113,13 +114,17 @@ def test_the_extra_cost_is_marked_in_that_dataset_s_user_phase_only(
 ) -> None:
     comparison = compare_runs(runs["before"], runs["slower"], alpha=STRICT)
     assert comparison.noise == "runs" and comparison.runs == (RUNS, RUNS)
-    assert marked(comparison.changes) == {("b", "user"), ("b", "all")}, comparison.changes
-    user = next(c for c in comparison.changes if (c.dataset, c.phase) == ("b", "user"))
-    assert user.regression and user.low > 0
+    found = marked(comparison.changes)
+    assert ("b", "user") in found and {d for d, _ in found} == {"b"}, comparison.changes
+    assert all(c.regression for c in comparison.changes if c.marked), comparison.changes
     # The burn is thread CPU inside process(): at least EXTRA_US per event in the slower
-    # runs' user phase. Not "EXTRA_US more than before": the rest of the user phase is
-    # another run's, and may come out lower by its noise.
-    assert user.after_us >= EXTRA_US
+    # runs' user phase and whole cost. Not "EXTRA_US more than before": the rest of the
+    # cost is another run's, and may come out lower by its noise.
+    for phase in ("user", "all"):
+        change = next(c for c in comparison.changes if (c.dataset, c.phase) == ("b", phase))
+        assert change.after_us >= EXTRA_US and change.change_percent > 0, change
+    user = next(c for c in comparison.changes if (c.dataset, c.phase) == ("b", "user"))
+    assert user.low > 0
     assert {c.dataset for c in comparison.changes} == {"a", "b"}
     assert comparison.regressions_above(50.0)
 
