@@ -35,20 +35,20 @@ class TaskStats:
     """The statistics of one (worker, span, prefix) row."""
 
     __slots__ = (
-        "compute_s",
+        "compute_seconds",
         "erred",
         "first_start",
         "last_stop",
         "output_bytes",
         "tasks",
-        "transfer_s",
+        "transfer_seconds",
     )
 
     def __init__(self) -> None:
         self.tasks = 0
         self.erred = 0
-        self.compute_s = 0.0
-        self.transfer_s = 0.0
+        self.compute_seconds = 0.0
+        self.transfer_seconds = 0.0
         self.output_bytes = 0
         self.first_start = float("inf")
         self.last_stop = float("-inf")
@@ -114,11 +114,11 @@ class ReferencePlugin(SchedulerPlugin):
         for ss in kwargs.get("startstops") or ():
             begin, end = ss["start"], ss["stop"]
             if ss["action"] == "compute":
-                row.compute_s += end - begin
+                row.compute_seconds += end - begin
                 row.first_start = min(row.first_start, begin)
                 row.last_stop = max(row.last_stop, end)
             elif ss["action"] == "transfer":
-                row.transfer_s += end - begin
+                row.transfer_seconds += end - begin
 
     def totals(self) -> dict[str, float]:
         """Sums over all rows, to compare with the C aggregator's snapshot."""
@@ -126,7 +126,7 @@ class ReferencePlugin(SchedulerPlugin):
         return {
             "tasks": sum(r.tasks for r in rows),
             "erred": sum(r.erred for r in rows),
-            "compute_s": sum(r.compute_s for r in rows),
-            "transfer_s": sum(r.transfer_s for r in rows),
+            "compute_seconds": sum(r.compute_seconds for r in rows),
+            "transfer_seconds": sum(r.transfer_seconds for r in rows),
             "output_bytes": sum(r.output_bytes for r in rows),
         }

@@ -261,7 +261,7 @@ def run_pass(arms: dict, chunks: list[list], shift: int) -> dict[str, list[int]]
 
 def c_totals(agg) -> dict[str, float]:
     rows = agg.to_dict()["tasks"]
-    names = ("tasks", "erred", "compute_s", "transfer_s", "output_bytes")
+    names = ("tasks", "erred", "compute_seconds", "transfer_seconds", "output_bytes")
     return {name: sum(row[name] for row in rows) for name in names}
 
 
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         f"loop failures={failures}"
     )
     print(
-        "C aggregator and reference agree on tasks, erred, compute_s, transfer_s, "
+        "C aggregator and reference agree on tasks, erred, compute_seconds, transfer_seconds, "
         f"output_bytes: {'yes' if not mismatched else 'NO, differ on ' + ', '.join(mismatched)}"
     )
     return 0

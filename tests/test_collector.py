@@ -246,7 +246,7 @@ def test_concurrent_collectors_sharing_a_task_group_count_their_own(client: Clie
     for n, mc in seen.items():
         mc.set_coffea_report(REPORT)
         assert mc.get_metrics()["per_prefix"]["shared_group_nap"]["tasks"] == n
-        assert mc.get_metrics()["per_prefix"]["shared_group_nap"]["compute_s"] >= n * 0.02
+        assert mc.get_metrics()["per_prefix"]["shared_group_nap"]["compute_seconds"] >= n * 0.02
         # Dask's own span totals of the run, which arrive with the workers' heartbeats
         ours = {k: v for k, v in mc.span_metrics.items() if k[1] == "shared_group_nap"}
         theirs = wait_for(
@@ -657,18 +657,24 @@ def test_load_a_roastcoffea_012_measurement(tmp_path: Path) -> None:
     old = tmp_path / "old"
     old.mkdir()
     metrics = {"elapsed_time_seconds": 3.0, "raw_span_metrics": {"('execute', 'P', 'a', 'u')": 1}}
-    (old / "metrics.json").write_text(json.dumps(metrics))
+    record = {"mem_before_mb": 100.0, "mem_after_mb": 101.5, "mem_delta_mb": 1.5}
+    (old / "metrics.json").write_text(json.dumps({**metrics, "raw_chunk_metrics": [record]}))
     (old / "start_end_time.txt").write_text("10.5,13.5\n")
     (old / "metadata.json").write_text(json.dumps({"format": "roastcoffea_measurement_v1"}))
     loaded, t0, t1 = load_measurement(old)
     assert (t0, t1) == (10.5, 13.5)
-    # 0.1.2's str() of a tuple key is a tuple again; its elapsed time is our wall_time too.
+    # 0.1.2's str() of a tuple key is a tuple again; its elapsed time is our wall_time,
+    # and its name still reads it.
+    # Its chunk records' MiB fields take our names.
     assert loaded == {
-        "elapsed_time_seconds": 3.0,
         "raw_span_metrics": {("execute", "P", "a", "u"): 1},
+        "raw_chunk_metrics": [
+            {"mem_before_mib": 100.0, "mem_after_mib": 101.5, "mem_delta_mib": 1.5}
+        ],
         "wall_time": 3.0,
         "unavailable": {},
     }
+    assert loaded["elapsed_time_seconds"] == 3.0
 
 
 def test_exit_after_the_client_closed_says_so(make_cluster: Any) -> None:

@@ -152,7 +152,7 @@ def test_rates_follow_their_formulas(runs: dict[str, Any]) -> None:
     assert m["bytes_read_compressed"] == report["bytesread"]
     assert m["event_rate_wall_khz"] == pytest.approx(report["entries"] / wall / 1e3, rel=1e-12)
     assert m["overall_rate_gbps"] == pytest.approx(report["bytesread"] * 8 / 1e9 / wall, rel=1e-12)
-    assert m["overall_rate_mbs"] == pytest.approx(report["bytesread"] / 1e6 / wall, rel=1e-12)
+    assert m["overall_rate_mb_s"] == pytest.approx(report["bytesread"] / 1e6 / wall, rel=1e-12)
     assert m["event_rate_agg_khz"] == pytest.approx(
         report["entries"] / m["processor_task_time_seconds"] / 1e3, rel=1e-12
     )

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from measured_run import CHUNKSIZE, DATASETS, Measured
+from test_metrics_docs import FORBIDDEN
 from uproot_truth import uproot_distinct_baskets
 
 from roastcoffea import load_measurement
+from roastcoffea.compat_0_1_2.names import DIFFERENT_IN_0_1_2, METRIC_ALIASES
 
 
 def test_measured_run_has_every_kind_of_data(measured: Measured) -> None:
@@ -57,7 +61,7 @@ def test_the_instrumentations_own_time_fits_in_each_task(measured: Measured) -> 
     chunks = metrics["raw_chunk_metrics"]
     for chunk in chunks:
         own = chunk["instrument_seconds"]
-        assert own > 0 and chunk["instrument_cpu_s"] >= 0
+        assert own > 0 and chunk["instrument_cpu_seconds"] >= 0
         assert chunk["duration"] + own <= chunk["task_duration"] + 1e-3  # two clocks
     total = sum(c["instrument_seconds"] for c in chunks)
     clock = metrics["phase_clock_seconds"]
@@ -68,3 +72,32 @@ def test_the_instrumentations_own_time_fits_in_each_task(measured: Measured) -> 
     per_chunk = (total + clock) / len(chunks)
     assert metrics["monitoring_seconds_per_chunk"] == pytest.approx(per_chunk, **exact)
     assert metrics["monitoring_percent"] == pytest.approx(100 * (total + clock) / tasks, **exact)
+
+
+def _keys(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """``(where, key)`` of every string key at any depth of dicts and lists."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield where, key
+            yield from _keys(item, f"{where}/{str(key)[:40]}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _keys(item, f"{where}[]")
+
+
+def test_every_key_of_a_real_run_follows_the_naming_rule(metrics: dict[str, Any]) -> None:
+    # Rows (per_prefix, per_worker), records and evidence included; worker addresses and
+    # file paths are keys too but end in no unit.
+    bad = {(where, key) for where, key in _keys(metrics) if FORBIDDEN.search(key)}
+    assert bad == set(), "docs/metrics.md, 'How keys are named'"
+
+
+def test_a_real_run_answers_to_0_1_2_names_without_holding_them(
+    metrics: dict[str, Any],
+) -> None:
+    assert not set(METRIC_ALIASES) & set(metrics)
+    for old, ours in METRIC_ALIASES.items():
+        if ours in metrics and ours not in DIFFERENT_IN_0_1_2:
+            assert old in metrics and metrics[old] == metrics[ours] == metrics.get(old), old
+    assert metrics["io_overhead_pct"] == metrics["io_overhead_percent"] is not None

@@ -14,8 +14,8 @@ CHUNKS = [
         dataset="dy",
         duration=2.0,
         task_duration=3.0,
-        process_cpu_s=1.5,
-        mem_delta_mb=10.0,
+        process_cpu_seconds=1.5,
+        mem_delta_mib=10.0,
         num_events=1000,
         file="/data/a.root",
         entry_start=0,
@@ -33,8 +33,8 @@ CHUNKS = [
         dataset="dy",
         duration=4.0,
         task_duration=5.0,
-        process_cpu_s=2.5,
-        mem_delta_mb=-2.0,
+        process_cpu_seconds=2.5,
+        mem_delta_mib=-2.0,
         num_events=3000,
         file="/data/a.root",
         entry_start=1000,
@@ -50,8 +50,8 @@ CHUNKS = [
         dataset="tt",
         duration=3.0,
         task_duration=None,
-        process_cpu_s=2.0,
-        mem_delta_mb=None,
+        process_cpu_seconds=2.0,
+        mem_delta_mib=None,
         num_events=500,
         file="/data/b.root",
         entry_start=0,
@@ -86,9 +86,9 @@ def test_distributions_over_successful_chunks() -> None:
     assert (m["chunk_task_duration_mean"], m["chunk_task_duration_std"]) == (4.0, math.sqrt(2))
     assert m["chunk_cpu_time_mean"] == 2.0
     assert close(m["chunk_cpu_time_std"], 0.5)
-    assert (m["chunk_mem_delta_mean_mb"], m["chunk_mem_delta_min_mb"]) == (4.0, -2.0)
-    assert m["chunk_mem_delta_max_mb"] == 10.0
-    assert close(m["chunk_mem_delta_std_mb"], math.sqrt(72.0))
+    assert (m["chunk_mem_delta_mean_mib"], m["chunk_mem_delta_min_mib"]) == (4.0, -2.0)
+    assert m["chunk_mem_delta_max_mib"] == 10.0
+    assert close(m["chunk_mem_delta_std_mib"], math.sqrt(72.0))
     assert m["total_events_from_chunks"] == 4500
     assert isinstance(m["total_events_from_chunks"], int)
     assert (m["chunk_events_mean"], m["chunk_events_min"], m["chunk_events_max"]) == (
@@ -156,13 +156,13 @@ def test_sections_accumulate_across_chunks() -> None:
 
 
 def test_unmeasured_fields_say_why() -> None:
-    why = {"mem_delta_mb": "psutil is not installed"}
+    why = {"mem_delta_mib": "psutil is not installed"}
     m = metrics_of(
-        chunks=[chunk(mem_delta_mb=None, unavailable=why, entry_start=i) for i in range(2)]
+        chunks=[chunk(mem_delta_mib=None, unavailable=why, entry_start=i) for i in range(2)]
     )
-    assert m["chunk_mem_delta_mean_mb"] is None
-    assert m["unavailable"]["chunk_mem_delta_mean_mb"] == (
-        "2 of 2 chunk records lack 'mem_delta_mb' (psutil is not installed)"
+    assert m["chunk_mem_delta_mean_mib"] is None
+    assert m["unavailable"]["chunk_mem_delta_mean_mib"] == (
+        "2 of 2 chunk records lack 'mem_delta_mib' (psutil is not installed)"
     )
     assert m["chunk_duration_std"] == 0.0
 
@@ -195,9 +195,9 @@ def test_no_chunk_records() -> None:
 def test_each_work_item_counts_once_and_recomputations_are_reported() -> None:
     # Item (a, 0-1000) ran three times: failed, then succeeded on a worker that died
     # before its result was used, then again; (b, 0-500) once.
-    failed = chunk(num_events=1000, error="OSError: xrootd", process_cpu_s=0.5, duration=0.6)
-    lost = chunk(num_events=1000, process_cpu_s=1.0, duration=1.5, t_end=T0 + 2)
-    kept = chunk(num_events=1000, process_cpu_s=1.25, duration=1.75, t_end=T0 + 9)
+    failed = chunk(num_events=1000, error="OSError: xrootd", process_cpu_seconds=0.5, duration=0.6)
+    lost = chunk(num_events=1000, process_cpu_seconds=1.0, duration=1.5, t_end=T0 + 2)
+    kept = chunk(num_events=1000, process_cpu_seconds=1.25, duration=1.75, t_end=T0 + 9)
     other = chunk(file="/data/b.root", entry_stop=500, num_events=500)
     m = metrics_of(chunks=[failed, lost, other, kept])
     assert m["num_chunks"] == 2

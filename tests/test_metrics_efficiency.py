@@ -39,7 +39,7 @@ def test_ratios() -> None:
     assert m["total_cores"] == 4.0
     assert close(m["core_efficiency"], 7.0 / (4.0 * 10.0))
     assert close(m["speedup_factor"], 8.0 / 10.0)
-    assert close(m["io_overhead_pct"], 100.0 * 2.0 / (5.0 + 2.0))
+    assert close(m["io_overhead_percent"], 100.0 * 2.0 / (5.0 + 2.0))
     assert close(m["event_rate_core_hz"], 2_000_000 / (10.0 * 4.0))
     assert close(m["event_rate_core_khz"], m["event_rate_core_hz"] / 1e3)
 
@@ -56,6 +56,6 @@ def test_without_worker_tracking() -> None:
 def test_io_overhead_needs_processor_thread_time() -> None:
     digests = span_digests({(W1, "MyProc", "other", "seconds"): 1.0})
     m = efficiency(snapshot=make_snapshot(digests=digests, series=SERIES))
-    assert m["io_overhead_pct"] is None
-    assert m["unavailable"]["io_overhead_pct"] == "processor thread time is 0"
+    assert m["io_overhead_percent"] is None
+    assert m["unavailable"]["io_overhead_percent"] == "processor thread time is 0"
     assert m["speedup_factor"] == 0.1

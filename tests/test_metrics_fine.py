@@ -21,6 +21,9 @@ from test_metrics_support import (
     worker_info,
 )
 
+from roastcoffea.compat_0_1_2.names import METRIC_ALIASES
+from roastcoffea.report.notebook import MetricsDict
+
 PROCESSOR_SECONDS = (3.0, 4.5, 1.0, 1.5, 0.25, 0.125, 0.5, 0.01, 0.03125, 0.1)
 
 DIGESTS = span_digests(
@@ -69,8 +72,8 @@ def test_processor_and_overhead_split() -> None:
     assert m["total_cpu_time"] == 8.75
     assert m["processor_noncpu_time_seconds"] == 2.5
     assert m["overhead_noncpu_time_seconds"] == 0.25
-    assert m["processor_cpu_percentage"] == 75.0
-    assert m["processor_noncpu_percentage"] == 25.0
+    assert m["processor_cpu_percent"] == 75.0
+    assert m["processor_noncpu_percent"] == 25.0
     assert close(m["processor_task_time_seconds"], math.fsum(PROCESSOR_SECONDS))
 
 
@@ -88,11 +91,14 @@ def test_sums_check_activity_and_unit() -> None:
 
 
 def test_aliases_of_0_1_2() -> None:
-    m = fine_metrics()
+    m = MetricsDict(fine_metrics())
+    assert not set(METRIC_ALIASES) & set(m)  # looked up, never stored
     assert m["processor_io_wait_time_seconds"] == m["processor_noncpu_time_seconds"]
     assert m["overhead_io_wait_time_seconds"] == m["overhead_noncpu_time_seconds"]
-    assert m["processor_cpu_percent"] == m["processor_cpu_percentage"]
-    assert m["processor_io_wait_percent"] == m["processor_noncpu_percentage"]
+    assert m["processor_cpu_percentage"] == m["processor_cpu_percent"] == 75.0
+    assert m.get("processor_noncpu_percentage") == m["processor_noncpu_percent"]
+    assert "processor_io_wait_percent" in m and "processor_io_wait_percentage" not in m
+    assert m["processor_io_wait_percent"] == m["processor_noncpu_percent"]
     assert m["total_bytes_memory_read"] == m["total_bytes_memory_read_dask"]
 
 
@@ -183,20 +189,22 @@ def test_processor_without_thread_time_has_no_percentages() -> None:
     digests = span_digests({(W1, "reduce", "thread-cpu", "seconds"): 1.0})
     m = fine_metrics(snapshot=make_snapshot(digests=digests))
     assert m["processor_cpu_time_seconds"] == 0.0
-    assert m["processor_cpu_percentage"] is None
-    assert "is 0" in m["unavailable"]["processor_cpu_percentage"]
+    assert m["processor_cpu_percent"] is None
+    assert "is 0" in m["unavailable"]["processor_cpu_percent"]
 
 
 def test_per_prefix_and_per_worker_tables() -> None:
     tasks = [
-        task_row(W1, "MyProc", tasks=3, compute_s=4.0, first_start=10.0, last_stop=20.0),
-        task_row(W2, "MyProc", tasks=2, erred=1, compute_s=5.0, first_start=8.0, last_stop=19.0),
-        task_row(W1, "reduce", tasks=1, compute_s=1.0, output_bytes=64),
+        task_row(W1, "MyProc", tasks=3, compute_seconds=4.0, first_start=10.0, last_stop=20.0),
+        task_row(
+            W2, "MyProc", tasks=2, erred=1, compute_seconds=5.0, first_start=8.0, last_stop=19.0
+        ),
+        task_row(W1, "reduce", tasks=1, compute_seconds=1.0, output_bytes=64),
         task_row("", "MyProc", span="", transitions=50),
     ]
     m = fine_metrics(snapshot=make_snapshot(digests=DIGESTS, tasks=tasks))
     proc = m["per_prefix"]["MyProc"]
-    assert (proc["tasks"], proc["erred"], proc["compute_s"]) == (5, 1, 9.0)
+    assert (proc["tasks"], proc["erred"], proc["compute_seconds"]) == (5, 1, 9.0)
     assert (proc["first_start"], proc["last_stop"]) == (8.0, 20.0)
     assert proc["thread_cpu_seconds"] == 7.5
     assert proc["thread_noncpu_seconds"] == 2.5
@@ -207,7 +215,7 @@ def test_per_prefix_and_per_worker_tables() -> None:
     assert reduce["first_start"] is None  # no finished task with a start time
     assert "foreground" not in m["per_prefix"]  # p2p rows are not task prefixes
     w1 = m["per_worker"][W1]
-    assert (w1["tasks"], w1["compute_s"]) == (4, 5.0)
+    assert (w1["tasks"], w1["compute_seconds"]) == (4, 5.0)
     assert w1["thread_cpu_seconds"] == 3.0 + 0.75
     assert m["per_worker"][W2]["thread_cpu_seconds"] == 4.5 + 0.5
 

@@ -96,9 +96,9 @@ def test_totals_shares_and_rates() -> None:
     assert m["decompress_throughput_mb_s"] == pytest.approx(2.0)  # 6 MB out in 3 s
     lzma = m["decompress_codecs"]["LZMA"]
     assert lzma["throughput_mb_s"] == pytest.approx(2.0) and lzma["compressed_bytes"] == 1e6
-    assert m["io_wait_pct"] == pytest.approx(20.0)
-    assert m["io_cpu_pct"] == pytest.approx(40.0)
-    assert m["io_phase_pct"] == pytest.approx(70.0)
+    assert m["io_wait_percent"] == pytest.approx(20.0)
+    assert m["io_cpu_percent"] == pytest.approx(40.0)
+    assert m["io_phase_percent"] == pytest.approx(70.0)
     assert m["output_phase_seconds"] == 0.5
     assert m["phase_per_worker"][W1]["user"] == 2.0
     assert m["phase_clock_switches"] == 200 and m["phase_clock_seconds"] == 0.002
@@ -107,7 +107,7 @@ def test_totals_shares_and_rates() -> None:
 
 def test_the_monitoring_cost_counts_every_execution() -> None:
     failed = chunk(error="OSError: xrootd", instrument_seconds=0.001, task_duration=1.0)
-    kept = chunk(instrument_seconds=0.003, instrument_cpu_s=0.002, task_duration=2.0)
+    kept = chunk(instrument_seconds=0.003, instrument_cpu_seconds=0.002, task_duration=2.0)
     m = measured(chunks=[failed, kept])  # the phase clock cost 0.002 s
     assert (m["instrument_seconds"], m["instrument_cpu_seconds"]) == (0.004, 0.0035)
     assert m["instrument_seconds_per_chunk"] == 0.002
@@ -145,8 +145,8 @@ def test_time_off_cpu_and_the_data_input_share_are_two_quantities_under_two_keys
     }
     digests = {**span_digests(thread_time), **phase_digests(W1, WALL)}
     m = processor_metrics(make_snapshot(digests=digests))
-    assert m["io_overhead_pct"] == pytest.approx(25.0)  # off CPU, with or without phases
-    assert m["io_phase_pct"] == pytest.approx(70.0)  # open + read + decompress + interpret
+    assert m["io_overhead_percent"] == pytest.approx(25.0)  # off CPU, with or without phases
+    assert m["io_phase_percent"] == pytest.approx(70.0)  # open + read + decompress + interpret
 
 
 def test_without_phases_everything_says_why_and_io_overhead_keeps_its_old_formula() -> None:
@@ -161,8 +161,8 @@ def test_without_phases_everything_says_why_and_io_overhead_keeps_its_old_formul
         m["phase_wall_seconds"] is None and "phase clock" in m["unavailable"]["phase_wall_seconds"]
     )
     assert m["diagnosis"] is None and "phase" in m["unavailable"]["diagnosis"]
-    assert m["io_overhead_pct"] == pytest.approx(25.0)
-    assert m["io_phase_pct"] is None and "phase clock" in m["unavailable"]["io_phase_pct"]
+    assert m["io_overhead_percent"] == pytest.approx(25.0)
+    assert m["io_phase_percent"] is None and "phase clock" in m["unavailable"]["io_phase_percent"]
     assert phases_table(m) is None and diagnosis_table(m) is None and codecs_table(m) is None
 
 

@@ -122,15 +122,15 @@ def test_hook_counts_tasks_compute_transfer_and_bytes_per_prefix() -> None:
     assert inc["tasks"] == 10
     assert inc["transitions"] == 50
     assert inc["erred"] == 0
-    assert inc["compute_s"] == pytest.approx(10 * 0.25)
-    assert inc["transfer_s"] == 0
+    assert inc["compute_seconds"] == pytest.approx(10 * 0.25)
+    assert inc["transfer_seconds"] == 0
     assert inc["output_bytes"] == sum(100 + i for i in range(10))
     assert inc["first_start"] == T0
     assert inc["last_stop"] == T0 + 9.25
     gi = d["prefixes"]["getitem"]
     assert gi["tasks"] == 4
-    assert gi["compute_s"] == pytest.approx(4 * 0.5)
-    assert gi["transfer_s"] == pytest.approx(4 * 0.375)
+    assert gi["compute_seconds"] == pytest.approx(4 * 0.5)
+    assert gi["transfer_seconds"] == pytest.approx(4 * 0.375)
     assert gi["output_bytes"] == 4 << 20
     r = rows(d)
     assert r[(W1, "", "inc")]["tasks"] == 10
@@ -163,7 +163,7 @@ def test_hook_counts_erred() -> None:
     assert agg.hook_errors == 0
     assert d["prefixes"]["div"]["erred"] == 3
     assert d["prefixes"]["div"]["tasks"] == 0
-    assert d["prefixes"]["div"]["compute_s"] == 0
+    assert d["prefixes"]["div"]["compute_seconds"] == 0
     assert rows(d)[(W1, "", "div")]["erred"] == 1
     assert rows(d)[("", "", "div")]["erred"] == 2
 
@@ -436,7 +436,7 @@ def test_malformed_calls_are_counted_never_raised() -> None:
     assert d["errors"] == expected
     prefixes = d["prefixes"]
     assert prefixes["ss"]["tasks"] == 5
-    assert prefixes["ss"]["compute_s"] == 0
+    assert prefixes["ss"]["compute_seconds"] == 0
     assert prefixes["nb"]["tasks"] == 3
     assert prefixes["nb"]["output_bytes"] == 0
     assert rows(d)[("", "", "wk")]["tasks"] == 1
@@ -830,7 +830,7 @@ Sly.armed = True
 agg.transition("k-1", "processing", "memory", stimulus_id="s", worker="tcp://w:1",
                startstops=[entry], nbytes=1)
 agg.drain()
-print(agg.to_dict()["prefixes"]["k"]["compute_s"] == 5.0)
+print(agg.to_dict()["prefixes"]["k"]["compute_seconds"] == 5.0)
 """,
     "sample": """
 class Shrinks:

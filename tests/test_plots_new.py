@@ -263,7 +263,7 @@ def test_comparison_bars_are_each_measurements_values(three: list[Any]) -> None:
     assert container(everything, "throughput (Gbps)") == pytest.approx(gbps)
     efficiency = [100 * m["core_efficiency"] for m in runs]
     assert container(everything, "core efficiency (%)") == pytest.approx(efficiency)
-    io_share = [m["io_overhead_pct"] for m in runs]
+    io_share = [m["io_overhead_percent"] for m in runs]
     assert container(everything, "processor time off CPU (%)") == pytest.approx(io_share)
     processor = [m["processor_cpu_time_seconds"] + m["processor_noncpu_time_seconds"] for m in runs]
     overhead = [m["overhead_cpu_time_seconds"] + m["overhead_noncpu_time_seconds"] for m in runs]

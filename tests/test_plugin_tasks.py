@@ -19,14 +19,14 @@ from roastcoffea.plugin import snapshot
 def expected_stats(records: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
     """Task statistics per prefix (field="key") or worker (field="worker")."""
     out: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"tasks": 0, "erred": 0, "compute_s": 0.0, "transfer_s": 0.0}
+        lambda: {"tasks": 0, "erred": 0, "compute_seconds": 0.0, "transfer_seconds": 0.0}
     )
     for record in records:
         group = key_split(record["key"]) if field == "key" else record["worker"]
         if record.get("status") == "OK":
             out[group]["tasks"] += 1
             for action in ("compute", "transfer"):
-                out[group][f"{action}_s"] += sum(
+                out[group][f"{action}_seconds"] += sum(
                     s["stop"] - s["start"] for s in record["startstops"] if s["action"] == action
                 )
         else:
@@ -41,7 +41,7 @@ def assert_stats_equal(ours: dict[str, dict], expected: dict[str, dict]) -> None
     for group, stats in expected.items():
         assert ours[group]["tasks"] == stats["tasks"], group
         assert ours[group]["erred"] == stats["erred"], group
-        for field in ("compute_s", "transfer_s"):
+        for field in ("compute_seconds", "transfer_seconds"):
             assert math.isclose(ours[group][field], stats[field], rel_tol=1e-9, abs_tol=1e-12), (
                 group,
                 field,

@@ -47,8 +47,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:coffea.nanoevent
 CHUNK_KEYS = {
     "kind", "v", "task_key", "prefix", "worker", "span", "dataset", "file", "uuid",
     "treename", "entry_start", "entry_stop", "num_events", "t_start", "t_end", "duration",
-    "process_cpu_s", "task_start", "task_end", "task_duration", "mem_before_mb",
-    "mem_after_mb", "mem_delta_mb", "bytes_read", "bytes_read_task", "accessed_branches",
+    "process_cpu_seconds", "task_start", "task_end", "task_duration", "mem_before_mib",
+    "mem_after_mib", "mem_delta_mib", "bytes_read", "bytes_read_task", "accessed_branches",
     "num_branches_accessed", "accessed_bytes", "accessed_uncompressed_bytes",
     "branches_read_percent", "bytes_read_percent", "file_metadata", "timing", "memory",
     "bytes", "custom", "error", "timestamp",
@@ -188,8 +188,8 @@ def test_chunk_records_reach_the_client_through_the_plugin(
             assert chunk["task_duration"] >= chunk["duration"] > 0
             assert chunk["task_start"] <= chunk["t_start"] + CLOCK_SLACK
             assert chunk["t_end"] <= chunk["task_end"] + CLOCK_SLACK
-            assert chunk["process_cpu_s"] > 0
-            assert chunk["mem_before_mb"] > 0 and chunk["mem_after_mb"] > 0
+            assert chunk["process_cpu_seconds"] > 0
+            assert chunk["mem_before_mib"] > 0 and chunk["mem_after_mib"] > 0
 
             # Branches and bytes, against uproot's basket API.
             assert {"nMuon", "Muon_pt", "nJet", "Jet_pt"} <= set(chunk["accessed_branches"])

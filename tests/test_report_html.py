@@ -248,7 +248,7 @@ def _task_row(i: int) -> dict[str, Any]:
     return {
         "tasks": i,
         "erred": i % 3,
-        "compute_s": 0.5 * i,
+        "compute_seconds": 0.5 * i,
         "thread_cpu_seconds": 0.25 * i,
         "thread_noncpu_seconds": 0.125 * i,
     }

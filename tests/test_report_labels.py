@@ -100,14 +100,14 @@ def test_time_off_cpu_and_the_data_input_share_never_share_a_label(
     labels: dict[str, set[str]] = {}
     for label, key in _table_labels(monkeypatch) + [(q.label, q.key) for q in KEY_METRICS]:
         labels.setdefault(key, set()).add(label.lower())
-    assert all("off cpu" in label and "i/o" not in label for label in labels["io_overhead_pct"])
-    assert all("input" in label for label in labels["io_phase_pct"])
+    assert all("off cpu" in label and "i/o" not in label for label in labels["io_overhead_percent"])
+    assert all("input" in label for label in labels["io_phase_percent"])
     titles = {spec.entry.name: spec.entry.title for spec in _CATALOG}
     assert "I/O" not in titles["per_task_cpu_io"] and "Off-CPU" in titles["per_task_cpu_io"]
 
 
 def test_the_comparison_figure_calls_the_off_cpu_share_by_its_name() -> None:
-    run = {"io_overhead_pct": 20.0, "core_efficiency": 0.5}
+    run = {"io_overhead_percent": 20.0, "core_efficiency": 0.5}
     _, axes = plot_measurement_comparison([run, run], labels=["a", "b"])
     legend = [t.get_text() for t in axes[1].get_legend().get_texts()]
     assert "processor time off CPU (%)" in legend and not any("I/O" in t for t in legend)

@@ -97,7 +97,7 @@ def test_tables_of_the_measured_run(measured: Measured) -> None:
     assert fine["Processor Task Prefixes"].text == "MeasuredProcessor (workers)"
     labels = {row[0].text: row[0] for row in by_title["Fine Metrics (from Dask Spans)"].rows}
     assert labels["CPU %"].indent == 1 and labels["Processor CPU Time"].indent == 0
-    assert fine["CPU %"].text == cells.percent(metrics["processor_cpu_percentage"])
+    assert fine["CPU %"].text == cells.percent(metrics["processor_cpu_percent"])
     datasets = by_title["Chunks per Dataset"]
     assert sum(int(row[3].text) for row in datasets.rows) == metrics["total_events"]
     assert [row[0].text for row in by_title["Fine Metrics per Worker"].rows] == list(
@@ -136,7 +136,7 @@ def test_live_and_loaded_summaries_are_identical(measured: Measured) -> None:
 
 
 def test_terminal_shortens_the_longest_breakdowns_only() -> None:
-    row = {"tasks": 1, "erred": 0, "compute_s": 1.0}
+    row = {"tasks": 1, "erred": 0, "compute_seconds": 1.0}
     metrics = {
         "per_worker": {f"w{i}": row for i in range(100)},
         "per_prefix": {f"p{i}": row for i in range(100)},

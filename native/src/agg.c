@@ -275,8 +275,8 @@ static error_row *error_find(const roast_agg *agg, roast_id name)
 static void task_done(roast_task_stats *s, const roast_event *ev)
 {
     roast_task_stats one = {.tasks = 1,
-                            .compute_s = ev->compute_s,
-                            .transfer_s = ev->transfer_s,
+                            .compute_seconds = ev->compute_seconds,
+                            .transfer_seconds = ev->transfer_seconds,
                             .output_bytes = ev->nbytes,
                             .first_start = ev->start,
                             .last_stop = ev->stop};

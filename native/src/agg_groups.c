@@ -27,8 +27,8 @@ void roast_task_stats_add(roast_task_stats *sum, const roast_task_stats *s)
     sum->transitions += s->transitions;
     sum->tasks += s->tasks;
     sum->erred += s->erred;
-    sum->compute_s += s->compute_s;
-    sum->transfer_s += s->transfer_s;
+    sum->compute_seconds += s->compute_seconds;
+    sum->transfer_seconds += s->transfer_seconds;
     sum->output_bytes += s->output_bytes;
     if (s->first_start != 0 && (sum->first_start == 0 || s->first_start < sum->first_start))
         sum->first_start = s->first_start;

@@ -77,8 +77,8 @@ static int walk_task(void *ctx, const roast_task_key *k, const roast_task_stats 
     row_walk *walk = ctx;
     roast_cell c[] = {{.id = k->worker}, {.id = k->span}, {.id = k->prefix},
                       {.u = s->transitions}, {.u = s->tasks}, {.u = s->erred},
-                      {.d = s->compute_s}, {.d = s->transfer_s}, {.u = s->output_bytes},
-                      {.d = s->first_start}, {.d = s->last_stop}};
+                      {.d = s->compute_seconds}, {.d = s->transfer_seconds},
+                      {.u = s->output_bytes}, {.d = s->first_start}, {.d = s->last_stop}};
     return walk->visit(walk->ctx, walk->table, c);
 }
 

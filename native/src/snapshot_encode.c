@@ -18,7 +18,7 @@
  *                    added, removed, uint payloads, uint payload_bytes,
  *                    uint last_seq, uint gaps, uint flushes], ...]
  *   "tasks"        [[S worker, S span, S prefix, uint transitions, uint tasks,
- *                    uint erred, compute_s, transfer_s, uint output_bytes,
+ *                    uint erred, compute_seconds, transfer_seconds, uint output_bytes,
  *                    first_start, last_stop], ...]
  *   "digests"      [[S worker, S context, S span, S prefix, S activity, S unit,
  *                    value], ...]

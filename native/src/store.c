@@ -7,7 +7,7 @@
  *                 D removed, U payloads, U payload_bytes, U last_seq,
  *                 U gaps, U flushes], ...],
  *    "tasks":   [[S worker, S span, S prefix, U transitions, U tasks,
- *                 U erred, D compute_s, D transfer_s, U output_bytes,
+ *                 U erred, D compute_seconds, D transfer_seconds, U output_bytes,
  *                 D first_start, D last_stop], ...],
  *    "digests": [[S worker, S context, S span, S prefix, S activity, S unit,
  *                 D value], ...],

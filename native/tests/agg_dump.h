@@ -66,8 +66,8 @@ static int dump_task(void *ctx, const roast_task_key *k, const roast_task_stats 
     bprintf(d->b, "%llu %llu %llu %llu ", (unsigned long long)s->transitions,
             (unsigned long long)s->tasks, (unsigned long long)s->erred,
             (unsigned long long)s->output_bytes);
-    bnum(d->b, s->compute_s);
-    bnum(d->b, s->transfer_s);
+    bnum(d->b, s->compute_seconds);
+    bnum(d->b, s->transfer_seconds);
     bnum(d->b, s->first_start);
     bnum(d->b, s->last_stop);
     bprintf(d->b, "\n");

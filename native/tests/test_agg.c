@@ -16,8 +16,8 @@ static roast_event done_event(roast_id worker, roast_id span, roast_id prefix, d
     ev.time = stop;
     ev.start = start;
     ev.stop = stop;
-    ev.compute_s = stop - start;
-    ev.transfer_s = 0.25;
+    ev.compute_seconds = stop - start;
+    ev.transfer_seconds = 0.25;
     ev.nbytes = nbytes;
     ev.worker = worker;
     ev.span = span;
@@ -84,8 +84,8 @@ static void test_apply_tasks(void)
     CHECK_EQ_U(st->transitions, 6);
     CHECK_EQ_U(st->tasks, 3);
     CHECK_EQ_U(st->erred, 1);
-    CHECK_EQ_D(st->compute_s, 2.5 + 2.0);
-    CHECK_EQ_D(st->transfer_s, 0.75);
+    CHECK_EQ_D(st->compute_seconds, 2.5 + 2.0);
+    CHECK_EQ_D(st->transfer_seconds, 0.75);
     CHECK_EQ_U(st->output_bytes, 151);
     CHECK_EQ_D(st->first_start, 9.0);
     CHECK_EQ_D(st->last_stop, 12.5);
@@ -151,7 +151,7 @@ static void test_task_groups(void)
     CHECK(by_worker.n == 2 && by_worker.ids[0] == w2 && by_worker.ids[1] == w1);
     CHECK_EQ_U(by_worker.sums[0].output_bytes, 50);
     CHECK(by_span.n == 2 && by_span.ids[0] == s && by_span.ids[1] == ROAST_ID_EMPTY);
-    CHECK_EQ_D(by_span.sums[0].compute_s, 1 + 3 + 6);
+    CHECK_EQ_D(by_span.sums[0].compute_seconds, 1 + 3 + 6);
     roast_agg_free(agg);
 }
 
@@ -193,7 +193,7 @@ static void test_task_order_cap_and_sum(void)
     roast_agg_sum_tasks(agg, &by_p, &sum);
     CHECK_EQ_U(sum.tasks, 4);
     CHECK_EQ_U(sum.transitions, 4);
-    CHECK_EQ_D(sum.compute_s, 3 + 1 + 6 + 0.5);
+    CHECK_EQ_D(sum.compute_seconds, 3 + 1 + 6 + 0.5);
     roast_task_key w1_s = {w1, s, ROAST_AGG_ANY};
     roast_agg_sum_tasks(agg, &w1_s, &sum);
     CHECK_EQ_U(sum.output_bytes, 21);

@@ -14,8 +14,8 @@ static roast_event event_of(uint64_t seq)
     e.time = (double)seq * 0.5;
     e.start = (double)seq + 0.25;
     e.stop = (double)seq + 0.75;
-    e.compute_s = (double)(seq % 1000);
-    e.transfer_s = -(double)seq;
+    e.compute_seconds = (double)(seq % 1000);
+    e.transfer_seconds = -(double)seq;
     e.nbytes = seq;
     e.prefix = (roast_id)(seq * 3);
     e.worker = (roast_id)(seq >> 3);
@@ -29,7 +29,8 @@ static int event_matches(const roast_event *e, uint64_t seq)
 {
     roast_event want = event_of(seq);
     return e->time == want.time && e->start == want.start && e->stop == want.stop &&
-           e->compute_s == want.compute_s && e->transfer_s == want.transfer_s &&
+           e->compute_seconds == want.compute_seconds &&
+           e->transfer_seconds == want.transfer_seconds &&
            e->nbytes == want.nbytes && e->prefix == want.prefix && e->worker == want.worker &&
            e->span == want.span && e->from == want.from && e->to == want.to;
 }

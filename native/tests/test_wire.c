@@ -522,8 +522,8 @@ static roast_agg *rich_agg(size_t series_cap, int samples)
         ev.to = i % 7 == 0 ? ROAST_STATE_ERRED : ROAST_STATE_MEMORY;
         ev.start = 1000.0 + i * 0.1;
         ev.stop = ev.start + 0.0123 * i;
-        ev.compute_s = ev.stop - ev.start;
-        ev.transfer_s = 1.0 / (i + 3);
+        ev.compute_seconds = ev.stop - ev.start;
+        ev.transfer_seconds = 1.0 / (i + 3);
         ev.nbytes = (uint64_t)i << 33;
         CHECK(roast_agg_apply(agg, &ev) == ROAST_OK);
     }

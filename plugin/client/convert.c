@@ -74,8 +74,8 @@ static int stats_into(PyObject *dict, const roast_task_stats *s)
 {
     return put_u64(dict, "transitions", s->transitions) < 0 ||
                    put_u64(dict, "tasks", s->tasks) < 0 || put_u64(dict, "erred", s->erred) < 0 ||
-                   put_f64(dict, "compute_s", s->compute_s) < 0 ||
-                   put_f64(dict, "transfer_s", s->transfer_s) < 0 ||
+                   put_f64(dict, "compute_seconds", s->compute_seconds) < 0 ||
+                   put_f64(dict, "transfer_seconds", s->transfer_seconds) < 0 ||
                    put_u64(dict, "output_bytes", s->output_bytes) < 0 ||
                    put_f64(dict, "first_start", s->first_start) < 0 ||
                    put_f64(dict, "last_stop", s->last_stop) < 0

@@ -185,8 +185,8 @@ static const char *read_startstops(PyObject *list, roast_event *ev)
     }
     ev->start = first;
     ev->stop = last;
-    ev->compute_s = compute;
-    ev->transfer_s = transfer;
+    ev->compute_seconds = compute;
+    ev->transfer_seconds = transfer;
     return NULL;
 }
 

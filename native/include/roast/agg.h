@@ -51,8 +51,8 @@ typedef struct roast_task_stats {
     uint64_t transitions;  /* every transition seen for these tasks */
     uint64_t tasks;        /* processing -> memory */
     uint64_t erred;        /* -> erred */
-    double compute_s;      /* sum of compute startstops of finished tasks */
-    double transfer_s;     /* sum of transfer startstops of finished tasks */
+    double compute_seconds; /* sum of compute startstops of finished tasks */
+    double transfer_seconds; /* sum of transfer startstops of finished tasks */
     uint64_t output_bytes; /* sum of nbytes of finished tasks */
     double first_start;    /* earliest compute start, 0 if none */
     double last_stop;      /* latest compute stop, 0 if none */

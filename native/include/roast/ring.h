@@ -31,8 +31,8 @@ typedef struct roast_event {
     double time;        /* scheduler clock (seconds since epoch) when the hook ran */
     double start;       /* earliest "compute" start in startstops, or 0 */
     double stop;        /* latest "compute" stop in startstops, or 0 */
-    double compute_s;   /* sum of "compute" startstops durations */
-    double transfer_s;  /* sum of "transfer" startstops durations */
+    double compute_seconds; /* sum of "compute" startstops durations */
+    double transfer_seconds; /* sum of "transfer" startstops durations */
     uint64_t nbytes;    /* output size reported by the worker */
     roast_id prefix;    /* interned key_split(key) */
     roast_id worker;    /* interned worker address, or ROAST_ID_EMPTY */

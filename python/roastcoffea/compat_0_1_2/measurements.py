@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from roastcoffea.compat_0_1_2.names import DIFFERENT_IN_0_1_2, METRIC_ALIASES
+from roastcoffea.compat_0_1_2.names import RECORD_ALIASES
 from roastcoffea.errors import DecodeError
 from roastcoffea.formats.schema import check_depth, describe, location
 
@@ -22,9 +22,9 @@ def from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
     the recording host's local time (naive). Keys that read back as tuples
     become tuples again; the times of ``tracking_data`` become datetimes, made
     timezone-aware UTC by taking them as this host's local time (as 0.1.2's own
-    loader did implicitly). Its values also appear under our names where they
-    are the same quantity (the metrics' 0.1.2 aliases but
-    :data:`DIFFERENT_IN_0_1_2`); its ``total_cpu_time`` was
+    loader did implicitly). Its chunk records' fields take our names
+    (:data:`RECORD_ALIASES`; its metric keys are folded into ours by
+    :class:`~roastcoffea.report.notebook.MetricsDict`); its ``total_cpu_time`` was
     coffea's ``processtime``, so it becomes ``total_process_time`` and the CPU
     time is None with that reason (docs/metrics.md, "Differences from
     roastcoffea 0.1.2").
@@ -34,9 +34,9 @@ def from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
     tracking = restored.get("tracking_data")
     if isinstance(tracking, dict):
         restored["tracking_data"] = _tracking_from_0_1_2(tracking, f"{path}: tracking_data")
-    for old, ours in METRIC_ALIASES.items():
-        if old in restored and ours not in restored and ours not in DIFFERENT_IN_0_1_2:
-            restored[ours] = restored[old]
+    chunks = restored.get("raw_chunk_metrics")
+    if isinstance(chunks, list):
+        restored["raw_chunk_metrics"] = [_record_under_our_names(c) for c in chunks]
     unavailable = restored.setdefault("unavailable", {})
     if "total_cpu_time" in restored and "total_process_time" not in restored:
         restored["total_process_time"] = restored["total_cpu_time"]
@@ -46,6 +46,13 @@ def from_0_1_2(metrics: dict[str, Any], path: Path) -> dict[str, Any]:
             "(now total_process_time); it did not measure CPU time"
         )
     return restored
+
+
+def _record_under_our_names(record: Any) -> Any:
+    """A chunk record with 0.1.2's field names (:data:`RECORD_ALIASES`) made ours."""
+    if not isinstance(record, dict):
+        return record
+    return {RECORD_ALIASES.get(k, k): v for k, v in record.items()}
 
 
 def _tuple_keys(value: Any) -> Any:

@@ -292,9 +292,9 @@ table = mapping(text, numbers_by_name)  # {row: {column: number}}
 
 #: A chunk record's numbers and counts (roastcoffea.records, docs/metrics.md "Chunk records").
 CHUNK_NUMBERS = (
-    "duration", "process_cpu_s", "task_duration", "mem_before_mb", "mem_after_mb",
-    "mem_delta_mb", "branches_read_percent", "bytes_read_percent", "instrument_seconds",
-    "instrument_cpu_s", "accessed_unit_entries",
+    "duration", "process_cpu_seconds", "task_duration", "mem_before_mib", "mem_after_mib",
+    "mem_delta_mib", "branches_read_percent", "bytes_read_percent", "instrument_seconds",
+    "instrument_cpu_seconds", "accessed_unit_entries",
 )  # fmt: skip
 #: A chunk record's instants, epoch seconds.
 CHUNK_TIMES = ("t_start", "t_end", "task_start", "task_end", "timestamp")
@@ -373,8 +373,8 @@ PHASE_RECORD = all_of(
 
 #: A row of per_prefix or per_worker: task statistics (docs/metrics.md).
 TASK_NUMBERS = (
-    "tasks", "erred", "compute_s", "transfer_s", "output_bytes", "thread_cpu_seconds",
-    "thread_noncpu_seconds", "task_seconds",
+    "tasks", "erred", "compute_seconds", "transfer_seconds", "output_bytes",
+    "thread_cpu_seconds", "thread_noncpu_seconds", "task_seconds",
 )  # fmt: skip
 
 
@@ -452,7 +452,8 @@ TRACKING = fields(
     }
 )
 
-#: The scalar metrics: a number, or None (unmeasured, the reason in "unavailable").
+#: The scalar metrics: a number, or None (unmeasured, the reason in "unavailable"); with
+#: roastcoffea 0.1.2's names of them, which its files and older ones of ours hold.
 NUMBERS = (
     "avg_branches_read_percent", "avg_bytes_read_percent", "avg_cpu_time_per_chunk",
     "avg_memory_per_worker_bytes", "avg_workers", "bytes_read_compressed",
@@ -460,8 +461,8 @@ NUMBERS = (
     "chunk_cpu_time_max", "chunk_cpu_time_mean", "chunk_cpu_time_min", "chunk_cpu_time_std",
     "chunk_duration_max", "chunk_duration_mean", "chunk_duration_min", "chunk_duration_std",
     "chunk_events_max", "chunk_events_mean", "chunk_events_min", "chunk_events_std",
-    "chunk_mem_delta_max_mb", "chunk_mem_delta_mean_mb", "chunk_mem_delta_min_mb",
-    "chunk_mem_delta_std_mb", "chunk_task_duration_max", "chunk_task_duration_mean",
+    "chunk_mem_delta_max_mib", "chunk_mem_delta_mean_mib", "chunk_mem_delta_min_mib",
+    "chunk_mem_delta_std_mib", "chunk_task_duration_max", "chunk_task_duration_mean",
     "chunk_task_duration_min", "chunk_task_duration_std", "chunks_task_seconds",
     "compression_ratio", "compression_time_seconds", "core_efficiency", "cores_per_worker",
     "data_rate_gbps", "decompress_throughput_mb_s", "decompression_time_seconds",
@@ -469,14 +470,14 @@ NUMBERS = (
     "elapsed_time_seconds", "event_rate_agg_khz", "event_rate_core_hz", "event_rate_core_khz",
     "event_rate_cpu_total_khz", "event_rate_elapsed_khz", "event_rate_wall_khz",
     "instrument_cpu_seconds", "instrument_seconds", "instrument_seconds_per_chunk",
-    "interpret_rate_hz", "io_cpu_pct", "io_overhead_pct", "io_phase_pct", "io_wait_pct",
-    "monitoring_percent",
+    "interpret_rate_hz", "io_cpu_percent", "io_overhead_percent", "io_phase_percent",
+    "io_wait_percent", "monitoring_percent",
     "monitoring_seconds_per_chunk", "output_phase_seconds", "overall_rate_gbps",
-    "overall_rate_mbs", "overhead_cpu_time_seconds", "overhead_io_wait_time_seconds",
+    "overall_rate_mb_s", "overhead_cpu_time_seconds", "overhead_io_wait_time_seconds",
     "overhead_noncpu_time_seconds", "peak_memory_bytes", "phase_clock_percent",
     "phase_clock_seconds", "phase_cpu_split_bound_seconds", "processor_cpu_percent",
     "processor_cpu_percentage", "processor_cpu_time_seconds", "processor_io_wait_percent",
-    "processor_io_wait_time_seconds", "processor_noncpu_percentage",
+    "processor_io_wait_time_seconds", "processor_noncpu_percent", "processor_noncpu_percentage",
     "processor_noncpu_time_seconds", "processor_task_time_seconds", "read_bandwidth_mb_s",
     "recomputed_chunk_cpu_seconds", "recomputed_chunk_seconds", "serialization_time_seconds",
     "speedup_factor", "total_bytes_memory_read", "total_bytes_memory_read_dask",
@@ -486,7 +487,9 @@ NUMBERS = (
     "processing_seconds", "packing_bound_seconds", "longest_chunk_seconds",
     "bytes_per_request", "metadata_percent", "read_amplification", "user_profile_samples",
     "cpu_wait_seconds", "blocked_seconds", "cpu_wait_percent", "blocked_percent",
-    "cpu_wait_split_bound_seconds", "decompress_amplification",
+    "cpu_wait_split_bound_seconds", "decompress_amplification", "io_overhead_pct",
+    "overall_rate_mbs", "chunk_mem_delta_max_mb", "chunk_mem_delta_mean_mb",
+    "chunk_mem_delta_min_mb", "chunk_mem_delta_std_mb",
 )  # fmt: skip
 #: Instants: epoch seconds on the scheduler's clock.
 INSTANTS = ("time_origin",)

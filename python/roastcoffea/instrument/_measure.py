@@ -61,7 +61,7 @@ class Measure:
         log = getattr(self.factory, "access_log", None)
         self.log_start = len(log) if isinstance(log, list) else 0
         self.chunk = Chunk(source)
-        self.mem0 = self._memory("mem_before_mb")
+        self.mem0 = self._memory("mem_before_mib")
         self.record["t_start"] = time.time()
         self.cpu0 = time.thread_time()
         self.perf0 = time.perf_counter()
@@ -127,15 +127,15 @@ class Measure:
         record = self.record
         record["t_end"] = time.time()
         record["duration"] = perf1 - self.perf0
-        record["process_cpu_s"] = cpu1 - self.cpu0
-        mem1 = self._memory("mem_after_mb")
+        record["process_cpu_seconds"] = cpu1 - self.cpu0
+        mem1 = self._memory("mem_after_mib")
         source = self.chunk.source
         bytes1 = source.num_requested_bytes if source is not None else None
-        record["mem_before_mb"] = self.mem0
-        record["mem_after_mb"] = mem1
-        record["mem_delta_mb"] = None if self.mem0 is None or mem1 is None else mem1 - self.mem0
+        record["mem_before_mib"] = self.mem0
+        record["mem_after_mib"] = mem1
+        record["mem_delta_mib"] = None if self.mem0 is None or mem1 is None else mem1 - self.mem0
         if self.mem0 is None or mem1 is None:
-            self.unavailable["mem_delta_mb"] = "RSS not measured"
+            self.unavailable["mem_delta_mib"] = "RSS not measured"
         record["bytes_read"] = None if bytes1 is None else bytes1 - self.bytes0
         record["error"] = None if error is None else describe(error)
 
@@ -157,7 +157,7 @@ class Measure:
         record["timestamp"] = time.time()
         # The instrumentation's own time, up to the hand-off below.
         record["instrument_seconds"] = self.own_wall + time.perf_counter() - perf1
-        record["instrument_cpu_s"] = self.own_cpu + time.thread_time() - cpu1
+        record["instrument_cpu_seconds"] = self.own_cpu + time.thread_time() - cpu1
         if plugin is not None:
             plugin.add_chunk(task.key, record, source, own_bytes)
             COUNTERS.add("records_to_worker")

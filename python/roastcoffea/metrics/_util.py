@@ -58,14 +58,6 @@ class Metrics:
         except Unavailable as reason:
             self.missing(key, str(reason))
 
-    def alias(self, key: str, of: str) -> None:
-        """Make ``key`` (a roastcoffea 0.1.2 name) carry the value and reason of ``of``."""
-        self.values[key] = self.values.get(of)
-        if of in self.unavailable:
-            self.unavailable[key] = self.unavailable[of]
-        else:
-            self.unavailable.pop(key, None)
-
     def result(self) -> dict[str, Any]:
         """The metrics dictionary, with ``"unavailable"``: {key: reason}."""
         return {**self.values, "unavailable": dict(sorted(self.unavailable.items()))}

@@ -40,17 +40,17 @@ DISTRIBUTIONS = {
         "max": "chunk_task_duration_max",
         "std": "chunk_task_duration_std",
     },
-    "process_cpu_s": {
+    "process_cpu_seconds": {
         "mean": "chunk_cpu_time_mean",
         "min": "chunk_cpu_time_min",
         "max": "chunk_cpu_time_max",
         "std": "chunk_cpu_time_std",
     },
-    "mem_delta_mb": {
-        "mean": "chunk_mem_delta_mean_mb",
-        "min": "chunk_mem_delta_min_mb",
-        "max": "chunk_mem_delta_max_mb",
-        "std": "chunk_mem_delta_std_mb",
+    "mem_delta_mib": {
+        "mean": "chunk_mem_delta_mean_mib",
+        "min": "chunk_mem_delta_min_mib",
+        "max": "chunk_mem_delta_max_mib",
+        "std": "chunk_mem_delta_std_mib",
     },
     "num_events": {
         "total": "total_events_from_chunks",
@@ -66,7 +66,7 @@ SECTION_KINDS = ("timing", "memory", "bytes", "custom")
 
 #: Sums over the extra executions of work items: metric key -> record field.
 RECOMPUTED_SUMS = {
-    "recomputed_chunk_cpu_seconds": "process_cpu_s",
+    "recomputed_chunk_cpu_seconds": "process_cpu_seconds",
     "recomputed_chunk_seconds": "duration",
     "recomputed_events": "num_events",
 }
@@ -75,7 +75,7 @@ RECOMPUTED = ("recomputed_chunks", *RECOMPUTED_SUMS)
 #: What the instrumentation cost, summed over every execution: metric key -> record field.
 INSTRUMENT_SUMS = {
     "instrument_seconds": "instrument_seconds",
-    "instrument_cpu_seconds": "instrument_cpu_s",
+    "instrument_cpu_seconds": "instrument_cpu_seconds",
     "chunks_task_seconds": "task_duration",
 }
 MONITORING_COST = (

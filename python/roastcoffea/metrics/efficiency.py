@@ -10,7 +10,7 @@ from roastcoffea.metrics._util import Metrics, divide
 
 
 def compute(out: Metrics) -> None:
-    """Put core_efficiency, speedup_factor, io_overhead_pct and event_rate_core_hz/khz.
+    """Put core_efficiency, speedup_factor, io_overhead_percent and event_rate_core_hz/khz.
 
     Every input is a metric of the fine, worker or workflow group, which must
     have run.
@@ -29,7 +29,7 @@ def compute(out: Metrics) -> None:
         "wall_time",
     )
     out.derive(
-        "io_overhead_pct",
+        "io_overhead_percent",
         lambda cpu, noncpu: 100.0 * divide(noncpu, cpu + noncpu, "processor thread time"),
         "processor_cpu_time_seconds",
         "processor_noncpu_time_seconds",

@@ -16,7 +16,6 @@ import operator
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.compat_0_1_2.names import FINE_ALIASES
 from roastcoffea.metrics._util import Metrics, divide, finite_or_none
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ SPAN_SUMS = {
 }
 
 #: Task statistics summed per prefix and per worker (first_start/last_stop are min/max).
-TASK_SUMS = ("tasks", "erred", "compute_s", "transfer_s", "output_bytes")
+TASK_SUMS = ("tasks", "erred", "compute_seconds", "transfer_seconds", "output_bytes")
 
 #: Keys of the processor/overhead split (all unavailable without processor prefixes).
 _SPLIT_KEYS = (
@@ -49,8 +48,8 @@ _SPLIT_KEYS = (
     "processor_task_time_seconds",
     "overhead_cpu_time_seconds",
     "overhead_noncpu_time_seconds",
-    "processor_cpu_percentage",
-    "processor_noncpu_percentage",
+    "processor_cpu_percent",
+    "processor_noncpu_percent",
 )
 #: Inputs of the two derived overhead totals, and those totals.
 _COMPRESSION = ("compression_time_seconds", "decompression_time_seconds")
@@ -116,8 +115,6 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
             out.put(key, _total(rows, activity, unit))
         out.derive("total_compression_overhead_seconds", operator.add, *_COMPRESSION)
         out.derive("total_serialization_overhead_seconds", operator.add, *_SERIALIZATION)
-    for key, of in FINE_ALIASES.items():
-        out.alias(key, of)
 
 
 def _put_split(out: Metrics, rows: dict[Row, float], prefixes: set[str], source: str) -> None:
@@ -148,8 +145,8 @@ def _put_split(out: Metrics, rows: dict[Row, float], prefixes: set[str], source:
     )
     busy = cpu[0] + noncpu[0]
     what = "processor thread time (thread-cpu + thread-noncpu)"
-    out.derive("processor_cpu_percentage", lambda: 100.0 * divide(cpu[0], busy, what))
-    out.derive("processor_noncpu_percentage", lambda: 100.0 * divide(noncpu[0], busy, what))
+    out.derive("processor_cpu_percent", lambda: 100.0 * divide(cpu[0], busy, what))
+    out.derive("processor_noncpu_percent", lambda: 100.0 * divide(noncpu[0], busy, what))
 
 
 def _partition(rows: dict[Row, float], prefixes: set[str], activity: str) -> tuple[float, float]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: Getting the data in: waiting for bytes, and the CPU that turns bytes into arrays.
 IO_WAIT, IO_CPU = ("read",), ("decompress", "interpret")
-#: All phases that serve the input, for io_phase_pct.
+#: All phases that serve the input, for io_phase_percent.
 IO_PHASES = ("open", *IO_WAIT, *IO_CPU)
 
 
@@ -44,9 +44,9 @@ KEYS = (
     "read_bandwidth_mb_s",
     "decompress_codecs",
     "decompress_throughput_mb_s",
-    "io_wait_pct",
-    "io_cpu_pct",
-    "io_phase_pct",
+    "io_wait_percent",
+    "io_cpu_percent",
+    "io_phase_percent",
     "phase_clock_switches",
     "phase_clock_seconds",
     "phase_clock_percent",
@@ -108,9 +108,9 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         wall["decompress"],
         "no basket decompressed",
     )
-    out.put("io_wait_pct", _percent(math.fsum(wall[p] for p in IO_WAIT), total))
-    out.put("io_cpu_pct", _percent(math.fsum(wall[p] for p in IO_CPU), total))
-    out.put("io_phase_pct", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
+    out.put("io_wait_percent", _percent(math.fsum(wall[p] for p in IO_WAIT), total))
+    out.put("io_cpu_percent", _percent(math.fsum(wall[p] for p in IO_CPU), total))
+    out.put("io_phase_percent", _percent(math.fsum(wall[p] for p in IO_PHASES), total))
     clock = _total(rows, vocab.CLOCK_ACTIVITY, vocab.WALL)
     out.put("phase_clock_switches", int(_total(rows, vocab.CLOCK_ACTIVITY, vocab.COUNT)))
     out.put("phase_clock_seconds", clock)

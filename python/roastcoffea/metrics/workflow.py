@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from roastcoffea.compat_0_1_2.names import WORKFLOW_ALIASES
 from roastcoffea.metrics._util import Metrics, divide, is_number
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
     out.derive(
         "overall_rate_gbps", lambda b, w: b * 8 / 1e9 / w, "bytes_read_compressed", "wall_time"
     )
-    out.derive("overall_rate_mbs", lambda b, w: b / 1e6 / w, "bytes_read_compressed", "wall_time")
+    out.derive("overall_rate_mb_s", lambda b, w: b / 1e6 / w, "bytes_read_compressed", "wall_time")
     out.derive("event_rate_wall_khz", lambda e, w: e / w / 1e3, "total_events", "wall_time")
     out.derive(
         "event_rate_agg_khz",
@@ -102,8 +101,6 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         "total_events",
         "processor_task_time_seconds",
     )
-    for key, of in WORKFLOW_ALIASES.items():
-        out.alias(key, of)
 
 
 def _put_totals(inputs: MetricsInputs, out: Metrics) -> None:

@@ -144,7 +144,7 @@ def _rates_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
 
 def _efficiency_panel(ax: Axes, runs: list[Run], x: np.ndarray) -> None:
     efficiency = np.array([run.value("core_efficiency", 100.0) for run in runs])
-    io_share = np.array([run.value("io_overhead_pct") for run in runs])
+    io_share = np.array([run.value("io_overhead_percent") for run in runs])
     _bars(ax, x - BAR_WIDTH / 2, efficiency, "core efficiency (%)", COLORS[2])
     _bars(ax, x + BAR_WIDTH / 2, io_share, "processor time off CPU (%)", COLORS[3])
     ax.set_ylabel("percent (%)")
@@ -184,7 +184,7 @@ COMPARISON_KEYS = (
     "event_rate_wall_khz",
     "overall_rate_gbps",
     "core_efficiency",
-    "io_overhead_pct",
+    "io_overhead_percent",
     "processor_cpu_time_seconds",
     "processor_noncpu_time_seconds",
     "overhead_cpu_time_seconds",
@@ -203,7 +203,7 @@ def plot_measurement_comparison(
 
     - Rates: per measurement, ``event_rate_wall_khz`` (kHz, left axis) and
       ``overall_rate_gbps`` (Gbps, right twin axis) as side-by-side bars.
-    - Efficiency: ``core_efficiency`` (as %) and ``io_overhead_pct`` (%).
+    - Efficiency: ``core_efficiency`` (as %) and ``io_overhead_percent`` (%).
     - Processor vs overhead: stacked bars of processor thread time
       (``processor_cpu_time_seconds + processor_noncpu_time_seconds``, s) and
       overhead thread time (``overhead_cpu_time_seconds +

@@ -8,7 +8,7 @@ None on either side gives no delta and no ratio (shown as N/A), never 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,47 +17,63 @@ from rich.text import Text
 
 from roastcoffea.metrics.regression import MIN_SHARE_PERCENT, Comparison
 from roastcoffea.report.summary import safe_text
-from roastcoffea.units import format_number
+from roastcoffea.units import (
+    format_bytes,
+    format_gbps,
+    format_number,
+    format_percent,
+    format_rate,
+    format_time,
+)
+
+
+def _khz(value: float) -> str:
+    return format_rate(value * 1e3)
+
+
+def _times(value: float) -> str:
+    return f"{value:.2f}x"
 
 
 @dataclass(frozen=True)
 class Quantity:
-    """A compared metric: its key, label, display unit and the scale to it."""
+    """A compared metric: its key, label, the scale to the unit it is written in, and how
+    it is written, unit included (docs/metrics.md, "How numbers are written")."""
 
     key: str
     label: str
-    unit: str
     scale: float = 1.0
+    write: Callable[[float], str] = format_number
 
 
 #: The compared metrics, in display order.
 KEY_METRICS = (
     # the run
-    Quantity("wall_time", "wall time", "s"),
-    Quantity("total_events", "events", "events"),
-    Quantity("num_chunks", "chunks", "chunks"),
+    Quantity("wall_time", "wall time", write=format_time),
+    Quantity("total_events", "events"),
+    Quantity("num_chunks", "chunks"),
     # rates
-    Quantity("event_rate_wall_khz", "event rate (wall)", "kHz"),
-    Quantity("event_rate_agg_khz", "event rate per processor-second", "kHz"),
-    Quantity("event_rate_core_khz", "event rate per core", "kHz"),
-    Quantity("overall_rate_gbps", "data rate", "Gbps"),
-    Quantity("bytes_read_compressed", "bytes read", "GiB", 2**-30),
+    Quantity("event_rate_wall_khz", "event rate (wall)", write=_khz),
+    Quantity("event_rate_agg_khz", "event rate per processor-second", write=_khz),
+    Quantity("event_rate_core_khz", "event rate per core", write=_khz),
+    Quantity("overall_rate_gbps", "data rate", write=format_gbps),
+    Quantity("bytes_read_compressed", "bytes read", write=format_bytes),
     # efficiency
-    Quantity("total_cpu_time", "CPU time", "s"),
-    Quantity("core_efficiency", "core efficiency", "%", 100.0),
-    Quantity("speedup_factor", "speedup", "x"),
-    Quantity("io_overhead_pct", "processor time off CPU", "%"),
-    Quantity("io_phase_pct", "data input share of processor phases", "%"),
+    Quantity("total_cpu_time", "CPU time", write=format_time),
+    Quantity("core_efficiency", "core efficiency", 100.0, format_percent),
+    Quantity("speedup_factor", "speedup", write=_times),
+    Quantity("io_overhead_percent", "processor time off CPU", write=format_percent),
+    Quantity("io_phase_percent", "data input share of processor phases", write=format_percent),
     # processor vs overhead
-    Quantity("processor_cpu_time_seconds", "processor CPU", "s"),
-    Quantity("processor_noncpu_time_seconds", "processor non-CPU", "s"),
-    Quantity("overhead_cpu_time_seconds", "overhead CPU", "s"),
-    Quantity("overhead_noncpu_time_seconds", "overhead non-CPU", "s"),
+    Quantity("processor_cpu_time_seconds", "processor CPU", write=format_time),
+    Quantity("processor_noncpu_time_seconds", "processor non-CPU", write=format_time),
+    Quantity("overhead_cpu_time_seconds", "overhead CPU", write=format_time),
+    Quantity("overhead_noncpu_time_seconds", "overhead non-CPU", write=format_time),
     # resources
-    Quantity("avg_workers", "workers (time average)", "workers"),
-    Quantity("total_cores", "cores (time average)", "threads"),
-    Quantity("peak_memory_bytes", "peak cluster memory", "GiB", 2**-30),
-    Quantity("chunk_duration_mean", "mean chunk duration", "s"),
+    Quantity("avg_workers", "workers (time average)"),
+    Quantity("total_cores", "cores (time average)"),
+    Quantity("peak_memory_bytes", "peak cluster memory", write=format_bytes),
+    Quantity("chunk_duration_mean", "mean chunk duration", write=format_time),
 )
 
 
@@ -110,11 +126,13 @@ def compare_metrics(measurements: Sequence[Mapping[str, Any]]) -> list[ComparedR
     return rows
 
 
-def _number(value: float | None, signed: bool = False) -> str:
+def _written(quantity: Quantity, value: float | None, signed: bool = False) -> str:
+    """``value`` as the quantity writes it; a delta with its sign (``+1.20 s``, ``-3.5%``)."""
     if value is None:
         return "[dim]N/A[/dim]"
-    text = format_number(value)
-    return f"+{text}" if signed and value >= 0 else text
+    if not signed:
+        return quantity.write(value)
+    return ("+" if value >= 0 else "-") + quantity.write(abs(value))
 
 
 def _ratio(value: float | None) -> str:
@@ -122,20 +140,19 @@ def _ratio(value: float | None) -> str:
 
 
 def comparison_table(names: Sequence[str], rows: Sequence[ComparedRow]) -> Table:
-    """A rich table: metric, unit, then each value with its delta and ratio."""
+    """A rich table: metric, then each value with its delta and ratio, in their units."""
     table = Table(title="Measurement Comparison", header_style="bold cyan")
     table.add_column("Metric", style="cyan", no_wrap=True)
-    table.add_column("Unit")
     table.add_column(safe_text(f"{names[0]} (baseline)"), justify="right", style="magenta")
     for name in names[1:]:
         table.add_column(safe_text(name), justify="right", style="magenta")
         table.add_column("Δ", justify="right")
         table.add_column("ratio", justify="right")
     for row in rows:
-        cells: list[str | Text] = [safe_text(row.quantity.label), row.quantity.unit]
-        cells.append(_number(row.values[0]))
+        quantity = row.quantity
+        cells: list[str | Text] = [safe_text(quantity.label), _written(quantity, row.values[0])]
         for value, delta, ratio in zip(row.values[1:], row.deltas, row.ratios, strict=True):
-            cells += [_number(value), _number(delta, signed=True), _ratio(ratio)]
+            cells += [_written(quantity, value), _written(quantity, delta, True), _ratio(ratio)]
         table.add_row(*cells)
     return table
 

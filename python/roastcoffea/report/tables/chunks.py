@@ -44,7 +44,7 @@ def chunk_table(metrics: Mapping[str, Any]) -> TableData:
             ("  Max", "chunk_duration_max", format_time),
             ("  Std Dev", "chunk_duration_std", format_time),
             ("Mean Task Time (whole task)", "chunk_task_duration_mean", format_time),
-            ("Mean Memory Delta", "chunk_mem_delta_mean_mb", mib),
+            ("Mean Memory Delta", "chunk_mem_delta_mean_mib", mib),
             ("Mean Events/Chunk", "chunk_events_mean", format_number),
             ("  Min", "chunk_events_min", count),
             ("  Max", "chunk_events_max", count),

@@ -34,8 +34,8 @@ def fine_metrics_table(metrics: Mapping[str, Any]) -> TableData:
         (
             ("Processor CPU Time", "processor_cpu_time_seconds", format_time),
             ("Processor Non-CPU Time", "processor_noncpu_time_seconds", format_time),
-            ("  CPU %", "processor_cpu_percentage", percent),
-            ("  Non-CPU %", "processor_noncpu_percentage", percent),
+            ("  CPU %", "processor_cpu_percent", percent),
+            ("  Non-CPU %", "processor_noncpu_percent", percent),
             ("Overhead CPU Time", "overhead_cpu_time_seconds", format_time),
             ("Overhead Non-CPU Time", "overhead_noncpu_time_seconds", format_time),
             ("Disk Read (spill)", "disk_read_bytes", format_bytes),
@@ -63,7 +63,7 @@ def _task_cells(row: Mapping[str, Any]) -> tuple[Cell, ...]:
     return (
         Cell(count(or_zero(row.get("tasks")))),
         Cell(count(erred), alert=erred > 0),
-        Cell(format_time(or_zero(row.get("compute_s")))),
+        Cell(format_time(or_zero(row.get("compute_seconds")))),
         Cell(format_time(or_zero(row.get("thread_cpu_seconds")))),
         Cell(format_time(or_zero(row.get("thread_noncpu_seconds")))),
     )

@@ -63,7 +63,7 @@ def phases_table(metrics: Mapping[str, Any]) -> TableData | None:
             ("Read Bandwidth", "read_bandwidth_mb_s", mb_per_second),
             ("Decompression Output Rate", "decompress_throughput_mb_s", mb_per_second),
             ("Interpretation Rate", "interpret_rate_hz", format_rate),
-            ("Data Input (open, read, decompress, interpret)", "io_phase_pct", percent),
+            ("Data Input (open, read, decompress, interpret)", "io_phase_percent", percent),
         )
     ]
     tasks = show(metrics.get("phase_tasks"), count).text

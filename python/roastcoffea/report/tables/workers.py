@@ -40,7 +40,7 @@ def resources_table(metrics: Mapping[str, Any]) -> TableData:
             ("Total Cores (Time-Averaged)", "total_cores", number(2)),
             ("Core Efficiency", "core_efficiency", fraction),
             ("Speedup Factor", "speedup_factor", number(2, "x")),
-            ("Processor Time off CPU", "io_overhead_pct", percent),
+            ("Processor Time off CPU", "io_overhead_percent", percent),
             ("Peak Memory (cluster)", "peak_memory_bytes", format_bytes),
         ),
     )
