@@ -377,7 +377,7 @@ def test_a_stopped_view_shows_the_whole_blocks_figures() -> None:
     view = LiveView(feed=None)
     delta = {"interval": 1.0, "tasks": 2, "chunks": 1, "chunk_events": 100, "chunk_bytes": 10}
     view.receive((0.0, {**delta, "workers": {"a": {"memory": 100.0}}}))
-    final = {**view.state(), "events": 5000, "tasks": 9, "events_per_s": 2500.0, "elapsed": 2.0}
+    final = {**view.state(), "events": 5000, "tasks": 9, "event_rate_hz": 2500.0, "elapsed": 2.0}
     view.stop({**final, "memory_bytes": None})
     state = view.state()
     assert (state["events"], state["tasks"], state["elapsed"]) == (5000, 9, 2.0)
@@ -390,11 +390,11 @@ def test_live_view_rates_from_deltas() -> None:
     worker = {"memory": 100.0, "cpu": 5.0}
     for events in (100, 300):
         delta = {"interval": 1.0, "tasks": 2, "erred": 0, "chunks": 1, "chunk_events": events}
-        delta.update(chunk_bytes=10**9, events_per_s=50.0, workers={"a": worker, "b": worker})
+        delta.update(chunk_bytes=10**9, transition_rate_hz=50.0, workers={"a": worker, "b": worker})
         view.receive((0.0, delta))
     view.receive("not an event")
     state = view.state()
-    assert state["events_per_s"] == 200.0
+    assert state["event_rate_hz"] == 200.0
     assert state["gbps"] == 8.0
     assert state["workers"] == 2 and state["memory_bytes"] == 200.0
     assert (state["tasks"], state["chunks"], state["events"]) == (4, 2, 400)

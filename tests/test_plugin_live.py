@@ -46,10 +46,12 @@ def test_subscribed_client_receives_deltas(roast: Client) -> None:
         client._event_handlers.pop("roastcoffea", None)
 
     deltas = [msg for _, msg in events]
-    assert {"time", "interval", "tasks", "erred", "events_per_s", "workers"} <= set(deltas[-1])
+    assert {"time", "interval", "tasks", "erred", "transition_rate_hz", "workers"} <= set(
+        deltas[-1]
+    )
     assert set(deltas[-1]["workers"]) == set(client.scheduler_info()["workers"])
     assert all(w["memory"] > 0 for w in deltas[-1]["workers"].values())
-    assert max(d["events_per_s"] for d in deltas[mark:]) > 0
+    assert max(d["transition_rate_hz"] for d in deltas[mark:]) > 0
     times = [d["time"] for d in deltas]
     assert times == sorted(times)
 

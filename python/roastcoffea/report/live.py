@@ -160,7 +160,7 @@ class LiveView:
                 "chunks": int(msg.get("chunks", 0)),
                 "events": int(msg.get("chunk_events", 0)),
                 "bytes": int(msg.get("chunk_bytes", 0)),
-                "transitions_per_s": float(msg.get("events_per_s", 0.0)),
+                "transition_rate_hz": float(msg.get("transition_rate_hz", 0.0)),
             }
             workers = dict(msg.get("workers", {}))
             phases = {str(p): float(s) for p, s in dict(msg.get("phases", {})).items()}
@@ -184,7 +184,7 @@ class LiveView:
         Returns
         -------
         dict
-            ``events_per_s``, ``gbps``, ``chunks_per_s``, ``transitions_per_s``
+            ``event_rate_hz``, ``gbps``, ``chunk_rate_hz``, ``transition_rate_hz``
             (over the last :data:`RATE_WINDOW` seconds; None before the first
             delta), ``workers``, ``memory_bytes`` (Σ over workers, None when
             unknown), ``dominant_phase`` (the processor phase with the most
@@ -202,13 +202,13 @@ class LiveView:
             phases = dict(self._phases)
         span = sum(d["interval"] for d in recent)
         rates: dict[str, float | None] = dict.fromkeys(
-            ("events_per_s", "gbps", "chunks_per_s", "transitions_per_s")
+            ("event_rate_hz", "gbps", "chunk_rate_hz", "transition_rate_hz")
         )
         if span > 0:
-            rates["events_per_s"] = sum(d["events"] for d in recent) / span
+            rates["event_rate_hz"] = sum(d["events"] for d in recent) / span
             rates["gbps"] = sum(d["bytes"] for d in recent) * 8 / 1e9 / span
-            rates["chunks_per_s"] = sum(d["chunks"] for d in recent) / span
-            rates["transitions_per_s"] = recent[-1]["transitions_per_s"]
+            rates["chunk_rate_hz"] = sum(d["chunks"] for d in recent) / span
+            rates["transition_rate_hz"] = recent[-1]["transition_rate_hz"]
         memory = [w.get("memory") for w in workers.values() if isinstance(w, dict)]
         known = [m for m in memory if isinstance(m, (int, float))]
         return {
@@ -242,7 +242,7 @@ class LiveView:
         table.add_column(justify="right", style="magenta")
         table.add_row(
             f"Event rate {basis}",
-            rate(s["events_per_s"], format_rate),
+            rate(s["event_rate_hz"], format_rate),
             "Workers",
             str(s["workers"]),
         )
@@ -284,10 +284,10 @@ def final_figures(metrics: Mapping[str, Any], workers: int) -> dict[str, Any] | 
     phases = metrics.get("phase_wall_seconds")
     chunks = metrics.get("num_chunks")
     return {
-        "events_per_s": None if events is None else events / wall,
+        "event_rate_hz": None if events is None else events / wall,
         "gbps": None if nbytes is None else nbytes * 8 / 1e9 / wall,
-        "chunks_per_s": None,
-        "transitions_per_s": None,
+        "chunk_rate_hz": None,
+        "transition_rate_hz": None,
         "workers": workers,
         "memory_bytes": None,
         "dominant_phase": largest_share(phases) if isinstance(phases, Mapping) else None,

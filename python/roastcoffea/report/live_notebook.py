@@ -83,7 +83,7 @@ class NotebookLiveView(LiveView):
         tasks = f"{s['tasks']:,}" + (f" ({s['erred']} erred)" if s["erred"] else "")
         memory = "N/A" if s["memory_bytes"] is None else format_bytes(s["memory_bytes"])
         rows = [
-            ("Event rate", rate(s["events_per_s"], format_rate), "Workers", str(s["workers"])),
+            ("Event rate", rate(s["event_rate_hz"], format_rate), "Workers", str(s["workers"])),
             ("Data rate", rate(s["gbps"], format_gbps), "Memory", memory),
             ("Events", count_text(s["events"]), "Tasks done", tasks),
             ("Chunks", f"{s['chunks']:,}", "Elapsed", format_time(elapsed)),

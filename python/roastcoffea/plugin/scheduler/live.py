@@ -10,7 +10,7 @@ Each message is a plain dict (msgpack-able, string keys)::
      "interval": float,        # seconds since the previous delta
      "tasks": int,             # tasks that reached memory since the previous delta
      "erred": int,             # tasks that erred since the previous delta
-     "events_per_s": float,    # transition records applied per second
+     "transition_rate_hz": float,  # transition records applied per second
      "chunks": int,            # coffea chunk records that arrived since the previous delta
      "chunk_events": int,      # Σ num_events of those chunks
      "chunk_bytes": int,       # Σ bytes read by those chunks (file open included when known)
@@ -114,7 +114,7 @@ class LiveStream:
                 "interval": dt,
                 "tasks": memory - last[1],
                 "erred": erred - last[2],
-                "events_per_s": (events - last[3]) / dt,
+                "transition_rate_hz": (events - last[3]) / dt,
                 "chunks": chunks,
                 "chunk_events": chunk_events,
                 "chunk_bytes": chunk_bytes,
