@@ -82,13 +82,15 @@ def dask_runner(client: Client) -> processor.Runner:
     )
 
 
-def measure(client: Client, cms_data: Path, output_dir: Path) -> Measured:
-    """Run :class:`MeasuredProcessor` inside a collector and save the measurement."""
+def measure(
+    client: Client, cms_data: Path, output_dir: Path, name: str = "coffea-processing"
+) -> Measured:
+    """Run :class:`MeasuredProcessor` inside a collector named ``name``, save the measurement."""
     runner = dask_runner(client)
     with warnings.catch_warnings():
         # NanoAODSchema's complaints about the CMS files are not ours.
         warnings.simplefilter("ignore", RuntimeWarning)
-        with MetricsCollector(client, live=False) as collector:
+        with MetricsCollector(client, live=False, name=name) as collector:
             output, report = runner(cms_fileset(cms_data), MeasuredProcessor(), treename="Events")
             collector.set_coffea_report(report)
     path = collector.save_measurement(output_dir, "measured")

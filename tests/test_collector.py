@@ -100,11 +100,18 @@ def test_bad_interval_is_refused(client: Client, interval: Any) -> None:
         ({"track_workers": "yes"}, "track_workers"),
         ({"live": 1}, "live"),
         ({"processor_prefixes": [1]}, "processor_prefixes"),
+        ({"name": b"run"}, "name must be a str"),
     ],
 )
 def test_bad_options_are_refused(client: Client, kwargs: dict, match: str) -> None:
     with pytest.raises(TypeError, match=match):
         MetricsCollector(client, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["", "  ", "x" * 201])
+def test_a_blank_or_overlong_name_is_refused(client: Client, name: str) -> None:
+    with pytest.raises(ValueError, match="name must be 1 to 200 characters"):
+        MetricsCollector(client, name=name)
 
 
 def test_results_before_exit_are_refused(client: Client) -> None:

@@ -45,13 +45,17 @@ class Processes:
     def __init__(self) -> None:
         self.started: list[subprocess.Popen] = []
 
-    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        process = subprocess.Popen(
-            [sys.executable, "-m", *args],
-            env={**os.environ, **(env or {})},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def start(
+        self, *args: str, env: dict[str, str] | None = None, log: Path | None = None
+    ) -> subprocess.Popen:
+        """Start ``python -m *args``; its stderr (Dask's log) goes to ``log`` if given."""
+        with open(log or os.devnull, "wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", *args],
+                env={**os.environ, **(env or {})},
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
         self.started.append(process)
         return process
 
@@ -91,10 +95,12 @@ def test_a_preloaded_scheduler_monitors_every_worker(
     file = tmp_path / "scheduler.json"
     args = ["distributed.cli.dask_scheduler", "--scheduler-file", str(file), "--port", "0"]
     args += ["--dashboard-address", ":0"]
+    log = tmp_path / "scheduler.log"
     if how == "flag":
-        processes.start(*args, "--preload", "roastcoffea")
+        processes.start(*args, "--preload", "roastcoffea", log=log)
     else:
-        processes.start(*args, env={"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": '["roastcoffea"]'})
+        preload = {"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": '["roastcoffea"]'}
+        processes.start(*args, env=preload, log=log)
     address = scheduler_address(file)
     worker = ["distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard"]
     processes.start(*worker, "--nworkers", "2", "--name", "pair")
@@ -130,6 +136,11 @@ def test_a_preloaded_scheduler_monitors_every_worker(
         with urllib.request.urlopen(page + "/data.json", timeout=30) as response:
             data = json.load(response)
         assert set(data["workers"]) == set(first)
+    # The scheduler's log gives the page's address, and the plugin pair was installed once
+    # (the plugin started once: the scheduler starts the plugins its preloads add).
+    text = log.read_text()
+    assert f"roastcoffea: RoastPlugin added by preload; its page: {page}\n" in text, text
+    assert text.count(f"Registering Worker plugin {PLUGIN_NAME}\n") == 1, text
 
 
 #: Two analysts' runs: (processor class, datasets, chunks, events) each; chunks of 10 events.

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Name of the Dask span a collector opens.
+#: Name of the Dask span a collector opens unless given one (roastcoffea 0.1.2's).
 SPAN_NAME = "coffea-processing"
 #: Padding of a block's window: the series store times in milliseconds, so a
 #: sample taken at the window's edge may be stored up to a millisecond outside.
@@ -60,6 +60,7 @@ class CollectedRun:
     """
 
     span_id: str | None
+    span_name: str
     t_start: float
     t_end: float
     wall_time: float
@@ -92,7 +93,7 @@ class CollectedRun:
         the collector's ``settings`` and the plugin's interval."""
         return {
             "cluster": self.cluster_shape(),
-            "span": {"name": SPAN_NAME, "id": self.span_id},
+            "span": {"name": self.span_name, "id": self.span_id},
             "collector": {**settings, "plugin_interval": self.plugin_interval},
         }
 
@@ -129,7 +130,7 @@ class CollectedRun:
             strict=True,
         ):
             metrics.setdefault(key, list(workers))
-        metrics["span_info"] = {"name": SPAN_NAME, "id": self.span_id}
+        metrics["span_info"] = {"name": self.span_name, "id": self.span_id}
         monitoring = metrics.setdefault("monitoring", {})
         monitoring["collector_errors"] = list(self.errors)
         monitoring["notes"] = list(self.notes)
@@ -157,6 +158,8 @@ class Block:
         The processor's task prefixes, given (else detected).
     processor_name : str, optional
         The processor's class name: its prefix when none was detected.
+    name : str
+        The name of the block's Dask span: the run's name on the dashboards.
     """
 
     def __init__(
@@ -165,8 +168,10 @@ class Block:
         interval: float,
         processor_prefixes: set[str] | None = None,
         processor_name: str | None = None,
+        name: str = SPAN_NAME,
     ) -> None:
         self.client = client
+        self.name = name
         self.interval = interval
         self.processor_prefixes = processor_prefixes
         self.processor_name = processor_name
@@ -208,7 +213,7 @@ class Block:
 
     def enter_span(self) -> None:
         """Open the block's span (in the caller's context: Dask annotates from it)."""
-        self._span = run_span(self.client, SPAN_NAME)
+        self._span = run_span(self.client, self.name)
         self.span_id = self._span.__enter__()
 
     # ---- exit -------------------------------------------------------------------------
@@ -241,6 +246,7 @@ class Block:
         self.log_errors()
         return CollectedRun(
             span_id=self.span_id,
+            span_name=self.name,
             t_start=self.t_start,
             t_end=self.t_end,
             wall_time=self.wall_time,
@@ -256,7 +262,7 @@ class Block:
         deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
         t_to = (self.t_end or time.time()) + WINDOW_PAD
         reply = finish_session(
-            self.client, self.span_id, SPAN_NAME, (self._t_from, t_to), deadline, self.wall_time
+            self.client, self.span_id, self.name, (self._t_from, t_to), deadline, self.wall_time
         )
         for address, message in reply["flush"].get("errors", {}).items():
             self.errors.append(f"flush {address}: {message}")

@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: The longest run name: Dask shows it in its span lists, the page in its runs table.
+MAX_NAME = 200
+
 
 class MetricsCollector(CollectorApi012, AbstractContextManager):
     """Collects the metrics of the work submitted inside its ``with`` block.
@@ -97,6 +100,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         output updated in place in a Jupyter notebook.
     processor_prefixes : str or iterable of str, optional
         Task prefixes to count as the processor, overriding detection.
+    name : str, default "coffea-processing"
+        The run's name (its Dask span's): on the dashboard page and the live view.
 
     Attributes
     ----------
@@ -107,8 +112,8 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
     Raises
     ------
     ValueError
-        For ``client=None``, an unknown backend, or an interval that is not a
-        finite number of seconds >= 0.01.
+        For ``client=None``, an unknown backend, a blank or overlong ``name``, or
+        an interval that is not a finite number of seconds >= 0.01.
     TypeError
         For a client that is not a ``distributed.Client``, or other arguments
         of the wrong type.
@@ -124,6 +129,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         *,
         live: bool = True,
         processor_prefixes: str | set[str] | list[str] | None = None,
+        name: str = SPAN_NAME,
     ) -> None:
         if backend != "dask":
             raise ValueError(f"Unsupported backend: {backend}")
@@ -133,9 +139,10 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         self.worker_tracking_interval = _interval(worker_tracking_interval)
         self.processor_instance = processor_instance
         self.processor_name = (
-            type(processor_instance).__name__ if processor_instance is not None else None
+            None if processor_instance is None else type(processor_instance).__name__
         )
         self.processor_prefixes = _check_prefixes(processor_prefixes)
+        self.name = _check_name(name)
         self._reset()
 
     def _reset(self) -> None:
@@ -190,7 +197,11 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             raise RuntimeError("this MetricsCollector is already running")
         self._reset()
         self._block = Block(
-            self.client, self.worker_tracking_interval, self.processor_prefixes, self.processor_name
+            self.client,
+            self.worker_tracking_interval,
+            self.processor_prefixes,
+            self.processor_name,
+            self.name,
         )
         self._block.open()
 
@@ -201,7 +212,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
     def _start_live_view(self) -> None:
         view = LiveView if is_terminal() else NotebookLiveView if in_notebook() else None
         if self.live and view is not None:
-            self.live_view = view(LiveFeed(self.client), title=f"roastcoffea: {SPAN_NAME}")
+            self.live_view = view(LiveFeed(self.client), title=f"roastcoffea: {self.name}")
             if not self.live_view.start():
                 self._entered().notes.append(f"live view off: {self.live_view.off_reason}")
 
@@ -325,17 +336,9 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
         try:
             metrics = self.get_metrics()
         except RuntimeError as exc:
-            state = (
-                "not started"
-                if self._block is None
-                else "running"
-                if self.active
-                else "waiting for set_coffea_report()"
-                if self.coffea_report is None
-                else f"the metrics could not be computed: {exc}"
-            )
-            return f"<p><strong>roastcoffea MetricsCollector</strong>: {html.escape(state)}</p>"
-        return render_summary(metrics, title=f"roastcoffea: {SPAN_NAME}")
+            state = html.escape(_state(self, exc))
+            return f"<p><strong>roastcoffea MetricsCollector</strong>: {state}</p>"
+        return render_summary(metrics, title=f"roastcoffea: {self.name}")
 
     def print_summary(self) -> None:
         """Print the answer, then the summary tables (RuntimeError as :meth:`get_metrics`)."""
@@ -442,6 +445,25 @@ def _interval(value: Any) -> float:
         return config.check_interval(config.seconds("interval", value), "worker_tracking_interval")
     except TypeError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _state(collector: MetricsCollector, exc: RuntimeError) -> str:
+    """Why a collector has no metrics to show yet."""
+    if collector._block is None:
+        return "not started"
+    if collector.active:
+        return "running"
+    if collector.coffea_report is None:
+        return "waiting for set_coffea_report()"
+    return f"the metrics could not be computed: {exc}"
+
+
+def _check_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"name must be a str, not {type(value).__name__}")
+    if not value.strip() or len(value) > MAX_NAME:
+        raise ValueError(f"name must be 1 to {MAX_NAME} characters, not blank: {value[:40]!r}")
+    return value
 
 
 def _check_prefixes(value: Any) -> set[str] | None:

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Name of the Dask span a collector opens (0.1.2's, kept).
-SPAN_NAME = "coffea-processing"
-
 
 def _record_identity(record: dict[str, Any]) -> tuple:
     return (
@@ -65,7 +62,9 @@ class CollectorApi012:
     @property
     def span_info(self) -> dict[str, Any] | None:
         """``{"name", "id"}`` of the block's span (roastcoffea 0.1.2)."""
-        return None if self._block is None else {"name": SPAN_NAME, "id": self._block.span_id}
+        return (
+            None if self._block is None else {"name": self._block.name, "id": self._block.span_id}
+        )
 
     @property
     def span_metrics(self) -> dict[tuple, float] | None:

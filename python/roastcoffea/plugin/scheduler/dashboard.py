@@ -18,9 +18,11 @@ pages. The page (``dashboard.html``, no network needed) reads
 Cumulative since the plugin started, for every run on the cluster, as the
 Prometheus series are; and per run (a collector's span, the latest
 :data:`~roastcoffea.plugin.scheduler.totals.MAX_RUNS`): its chunks, events, bytes,
-phases and, once its block has ended, its event rate over the block's wall time (the
-collector's ``event_rate_wall_khz``: the collector sends its wall time at its exit), and
-whether Dask says its span is done, so each running collector has its own row.
+phases, its events over time (:mod:`~roastcoffea.plugin.scheduler.rate_series`, drawn as
+a line of its event rate) and, once its block has ended, its event rate over the block's
+wall time (the collector's ``event_rate_wall_khz``: the collector sends its wall time at
+its exit), and whether Dask says its span is done, so each running collector has its own
+row, under the name the collector gave its span (``MetricsCollector(name=...)``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from roastcoffea.plugin.scheduler.workers import worker_values
 
 PAGE_ROUTE = r"/roastcoffea/?"
 DATA_ROUTE = r"/roastcoffea/data\.json"
+#: The page's entry in the navigation bar of Dask's Bokeh pages (a link relative to them).
+NAV_PAGE = "roastcoffea"
 
 #: Whose thread time: the processor's tasks, or the rest (Dask's overhead).
 ROLES = ("processor", "overhead")
@@ -125,6 +129,7 @@ class DashboardData:
             "bytes": run.bytes_read,
             "wall_time": run.wall_time,
             "phases": phases,
+            "rate": run.rate.as_dict(),
         }
 
 
@@ -188,8 +193,40 @@ def serve(scheduler: Any, data: DashboardData) -> bool:
         return False
     if not hasattr(application, _CURRENT):
         application.add_handlers(r".*$", [(DATA_ROUTE, DataHandler), (PAGE_ROUTE, PageHandler)])
+        list_in_navigation(scheduler)
     setattr(application, _CURRENT, data)
     return True
+
+
+def list_in_navigation(scheduler: Any) -> bool:
+    """Add the page to the navigation bar of Dask's Bokeh pages; False without Bokeh.
+
+    Dask's pages render the ``pages`` of the template variables it keeps per scheduler
+    (one list, shared by every page), so the link shows on every page drawn after this.
+    """
+    try:
+        from distributed.dashboard.scheduler import template_variables
+    except ImportError:  # no Bokeh: Dask draws no pages to list this one on
+        return False
+    pages = template_variables(scheduler)["pages"]
+    if NAV_PAGE not in pages:
+        pages.append(NAV_PAGE)
+    return True
+
+
+def page_url(scheduler: Any) -> str | None:
+    """The page's address, as Dask's dashboard link writes it; None without a dashboard."""
+    from distributed.comm import get_address_host
+    from distributed.utils import format_dashboard_link
+
+    service = getattr(scheduler, "services", {}).get("dashboard")
+    if service is None:
+        return None
+    try:
+        link = format_dashboard_link(get_address_host(scheduler.address), service.port)
+    except (KeyError, ValueError):  # a link template naming an unset variable
+        return None
+    return link.rsplit("/", 1)[0] + "/" + NAV_PAGE
 
 
 def unserve(scheduler: Any, data: DashboardData) -> None:

@@ -27,13 +27,32 @@ logger = logging.getLogger(__name__)
 
 
 async def dask_setup(server: Any) -> None:
-    """Register the plugin pair on a starting scheduler (Dask calls this)."""
+    """Add the plugin pair to a starting scheduler (Dask calls this)."""
     from distributed import Scheduler
 
+    from roastcoffea.plugin.scheduler.dashboard import page_url
     from roastcoffea.plugin.scheduler.plugin import RoastPlugin
 
+    _log_with_dask()
     if not isinstance(server, Scheduler):
         logger.info("roastcoffea: preloaded on a %s: nothing to do", type(server).__name__)
         return
-    await server.register_scheduler_plugin(RoastPlugin(), idempotent=True)
-    logger.info("roastcoffea: RoastPlugin registered by preload")
+    # Added, not registered: the scheduler starts its plugins right after its preloads,
+    # and registering would start this one a second time.
+    server.add_plugin(RoastPlugin(), idempotent=True)
+    logger.info("roastcoffea: RoastPlugin added by preload; its page: %s", page_url(server))
+
+
+def _log_with_dask() -> None:
+    """Write roastcoffea's log where the server's is, as Dask writes it, at INFO.
+
+    Dask sets up its own loggers only; without this, the page's address and the plugin's
+    warnings would not reach the scheduler's log. A logging set up by the user is kept.
+    """
+    ours = logging.getLogger("roastcoffea")
+    if ours.handlers or ours.level != logging.NOTSET:
+        return
+    ours.setLevel(logging.INFO)
+    for handler in logging.getLogger("distributed").handlers:
+        ours.addHandler(handler)
+    ours.propagate = not ours.handlers

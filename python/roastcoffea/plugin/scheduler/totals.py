@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import roastcoffea.phase_vocabulary as vocab
 from roastcoffea.plugin.protocol import ChunkTotals
+from roastcoffea.plugin.scheduler.rate_series import RateSeries
 
 #: Label of the datasets beyond the bound.
 FOLDED = "(other)"
@@ -52,12 +53,13 @@ class Tally:
 
 @dataclass
 class RunTally(Tally):
-    """A run's tally (its span's), when its first and latest records arrived, and its
-    collector's block wall time once the block has ended (None before)."""
+    """A run's tally (its span's), when its first and latest records arrived, its events
+    over time, and its collector's block wall time once the block has ended (None before)."""
 
     first: float = 0.0
     last: float = 0.0
     wall_time: float | None = None
+    rate: RateSeries = field(default_factory=RateSeries)
 
 
 @dataclass
@@ -99,7 +101,9 @@ class RunningTotals:
             self.buckets[bisect.bisect_left(CHUNK_DURATION_BUCKETS, chunk.duration)] += 1
             self.duration_sum += chunk.duration
         if span is not None:
-            self.run(span).add(chunk)
+            run = self.run(span)
+            run.add(chunk)
+            run.rate.add(run.last, chunk.events)
 
     def add_phases(
         self,
