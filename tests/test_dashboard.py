@@ -139,7 +139,8 @@ def test_dasks_pages_list_the_page_in_their_navigation(served: Any) -> None:
     _, _, _, base, dask_page = served
     assert '<a href="status">Status</a>' in dask_page, dask_page[:2000]
     assert '<a href="roastcoffea">Roastcoffea</a>' in dask_page
-    assert get(base)[0] == 200
+    status, page = get(base)
+    assert status == 200 and '<a id="dask" href="../status">' in page  # and back
 
 
 def test_the_page_is_the_schedulers_own(served: Any) -> None:
