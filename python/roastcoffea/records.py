@@ -32,13 +32,13 @@ t_start, t_end            ``time.time()`` just around ``process()``, moved to
                           stamped the task's ``startstops`` with, when the
                           worker plugin completes the record
 duration                  ``time.perf_counter()`` seconds of ``process()``
-process_cpu_seconds             ``time.thread_time()`` seconds of ``process()``
+process_cpu_seconds       ``time.thread_time()`` seconds of ``process()``
 task_start, task_end,     the task's last "compute" entry in the worker's
 task_duration             ``TaskState.startstops`` (worker clock): the whole
                           task (processor unpickling, file open, NanoEvents
                           factory, ``process()``, output compression)
-mem_before_mib,            process RSS (psutil) in MiB before / after
-mem_after_mib,             ``process()``, and the difference
+mem_before_mib,           process RSS (psutil) in MiB before / after
+mem_after_mib,            ``process()``, and the difference
 mem_delta_mib
 bytes_read                change of the file source's ``num_requested_bytes``
                           over ``process()``
@@ -62,7 +62,7 @@ instrument_bytes          bytes the instrumentation itself requested from the
                           worker plugin, which logs the TKeys uproot parsed)
                           and, once per tree and process, the tree's key
 instrument_seconds,       ``time.perf_counter()`` / ``time.thread_time()``
-instrument_cpu_seconds          seconds of the instrumentation's own work in this
+instrument_cpu_seconds    seconds of the instrumentation's own work in this
                           chunk: before ``process()`` and after it, up to the
                           hand-off of the record
 accessed_branches,        distinct branches in coffea's ``access_log`` during
