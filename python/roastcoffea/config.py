@@ -4,6 +4,10 @@ The defaults live in ``roastcoffea.yaml`` next to this module and are added to
 Dask's defaults on import, as distributed does with its own file; a user
 overrides them as any Dask setting (YAML files, ``DASK_ROASTCOFFEA__*``
 environment variables, ``dask.config.set``). An argument given in code wins.
+
+A setting is read with its packaged default as the fallback: code that resets
+``dask.config`` to a snapshot taken before roastcoffea was imported (distributed's
+``gen_cluster`` does, for every test) still reads the defaults.
 """
 
 from __future__ import annotations
@@ -16,14 +20,25 @@ import dask.config
 import yaml
 from dask.utils import parse_bytes, parse_timedelta
 
-dask.config.update_defaults(
-    yaml.safe_load((files("roastcoffea") / "roastcoffea.yaml").read_text(encoding="utf-8"))
+#: The packaged defaults (``roastcoffea.yaml``), as read at import.
+DEFAULTS: dict[str, Any] = yaml.safe_load(
+    (files("roastcoffea") / "roastcoffea.yaml").read_text(encoding="utf-8")
 )
+dask.config.update_defaults(DEFAULTS)
 
 
 def setting(name: str, given: Any = None) -> Any:
-    """``given`` when it is not None, else the setting ``roastcoffea.<name>``."""
-    return given if given is not None else dask.config.get(f"roastcoffea.{name}")
+    """``given`` when it is not None, else the setting ``roastcoffea.<name>``, else its
+    packaged default.
+
+    Raises
+    ------
+    KeyError
+        For a name that is no setting of roastcoffea's.
+    """
+    if given is not None:
+        return given
+    return dask.config.get(f"roastcoffea.{name}", default=DEFAULTS["roastcoffea"][name])
 
 
 def seconds(name: str, given: Any = None) -> Any:
