@@ -7,15 +7,16 @@ and the preload on their schedulers, must still read roastcoffea's defaults.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import dask
 import distributed.utils_test
 import pytest
-from distributed.utils_test import gen_cluster
 
-from roastcoffea import MetricsCollector, RoastPlugin, config
-from roastcoffea.plugin.protocol import PLUGIN_NAME
+from roastcoffea import RoastPlugin, config
 
 pytestmark = pytest.mark.cluster
 
@@ -57,18 +58,39 @@ def test_a_setting_made_after_the_reset_still_wins(config_without_ours: None) ->
         assert RoastPlugin().interval == 0.25
 
 
+#: A user's own test module: distributed's test helpers imported before roastcoffea, so
+#: gen_cluster's snapshot of the configuration lacks roastcoffea's defaults.
+USER_TESTS = """
+import dask
+from distributed.utils_test import gen_cluster
+
+from roastcoffea import MetricsCollector
+
+
 @gen_cluster(
-    client=True,
-    nthreads=[("127.0.0.1", 1)],
-    scheduler_kwargs={"preload": ["roastcoffea"]},
+    client=True, nthreads=[("127.0.0.1", 1)], scheduler_kwargs={"preload": ["roastcoffea"]}
 )
-async def _preloaded_cluster(c, s, a) -> None:  # type: ignore[no-untyped-def]
+async def test_first(c, s, a):
     assert "roastcoffea" not in dask.config.config  # gen_cluster reset it
-    assert PLUGIN_NAME in s.plugins  # the preload did not fail
+    assert "roastcoffea" in s.plugins  # the preload did not fail
     assert await c.submit(sum, [1, 2], workers=[a.address]) == 3
-    assert PLUGIN_NAME in a.plugins
+    assert "roastcoffea" in a.plugins
     MetricsCollector(c)
 
 
-def test_gen_cluster_with_the_preload_after_a_reset(config_without_ours: None) -> None:
-    _preloaded_cluster()
+test_second = test_first
+"""
+
+
+def test_a_user_s_gen_cluster_tests_with_the_preload(tmp_path: Path) -> None:
+    # In a process of its own: gen_cluster checks that no other cluster or loop runs.
+    (tmp_path / "test_user.py").write_text(USER_TESTS, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout
