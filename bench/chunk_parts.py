@@ -16,10 +16,11 @@ clock, and ``--runs`` runs are timed:
   ``os.pread`` of an open ``/proc/thread-self/schedstat`` timed on the worker (an upper bound:
   the clock's read skips Python's call);
 - on the event loop: the worker plugin's ``transition`` hook, of it the records' release
-  (``Outbox.send``: completing, encoding, ``Worker.log_event``) and the phase digests
+  (``Outbox.send``: completing, encoding, queueing the records op) and the phase digests
   summed (``PhaseSums.add``), and its heartbeat payload with the phase sums it files
   (``PhaseSums.file``); every ``Worker.digest_metric`` call (Dask's
-  own included: a bare worker makes about 19 per task) and ``Worker.log_event``.
+  own included: a bare worker makes about 19 per task) and every ``Worker.batched_send``
+  (Dask's own included: the task's messages to the scheduler).
 
 A part nested in another is also in the other's figure. Each timed call also pays its
 timer (two reads of the CPU clock, printed as the timer's own cost). The instrumentation's
@@ -55,7 +56,7 @@ PARTS = (
     ("plugin", "_payload", "loop: heartbeat payload"),
     ("sums", "file", "  phase sums filed"),
     ("worker", "digest_metric", "loop: Worker.digest_metric (Dask's too)"),
-    ("worker", "log_event", "loop: Worker.log_event"),
+    ("worker", "batched_send", "loop: Worker.batched_send (Dask's too)"),
 )
 SINK = "task: phase sink (phases, record, digests)"
 RUNQ = "task: run-queue delay reads (schedstat)"

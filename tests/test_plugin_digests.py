@@ -12,7 +12,7 @@ from roast_testing import dask_span_metrics, keys, mismatches, our_span_metrics,
 from roastcoffea import RoastPlugin
 from roastcoffea.demo.tasks import burn, combine, nap
 from roastcoffea.plugin import snapshot
-from roastcoffea.plugin.protocol import RECORDS_TOPIC
+from roastcoffea.plugin.protocol import RECORDS_OP
 
 BURN_S = NAP_S = 0.2
 N = 4
@@ -96,7 +96,9 @@ def test_a_queued_record_arrives_exactly_once(make_cluster: Any) -> None:
 
 
 def send_records(message: dict[str, Any]) -> None:
-    get_worker().log_event(RECORDS_TOPIC, message)
+    """Send ``message`` as the records op of this worker's stream (from its task thread)."""
+    worker = get_worker()
+    worker.loop.add_callback(worker.batched_send, {"op": RECORDS_OP, **message})
 
 
 def chunk_totals_exported(dask_scheduler: Any) -> tuple[dict[str, int], dict[str, int]]:

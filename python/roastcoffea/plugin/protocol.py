@@ -31,10 +31,12 @@ STOP_HANDLER = "roastcoffea_stop"
 #: Worker RPC handler that answers with the worker's full payload.
 WORKER_STATE_HANDLER = "roastcoffea_worker_state"
 
-#: Event topic on which workers send their records (and each task's phase digests).
-RECORDS_TOPIC = "roastcoffea-records"
-#: Event topic of a worker's full state sent as it closes: what its last heartbeat missed.
-FINAL_STATE_TOPIC = "roastcoffea-final-state"
+#: Ops of a worker's batched stream that the scheduler plugin handles
+#: (``Scheduler.stream_handlers``): a task's records and phase digests, and a closing
+#: worker's full state. Their handlers stay, as no-ops, after the plugin is removed: a
+#: stream op the scheduler does not know ends the worker's stream, and the worker with it.
+RECORDS_OP = "roastcoffea-records"
+FINAL_STATE_OP = "roastcoffea-final-state"
 #: Event topic of the live stream the scheduler publishes while a client listens.
 LIVE_TOPIC = PLUGIN_NAME
 
@@ -149,11 +151,10 @@ class PhaseEntry(NamedTuple):
 
 
 class RecordBatch(TypedDict, total=False):
-    """The message a worker sends on :data:`RECORDS_TOPIC` when a task ends: its records'
-    bytes (the scheduler never decodes them), their span, and what they add to the
-    running totals and to the digest table."""
+    """What a worker sends with :data:`RECORDS_OP` when a task ends: its records' bytes
+    (the scheduler never decodes them), their span, and what they add to the running
+    totals and to the digest table. The sender is the stream's worker, never a field."""
 
-    worker: str
     data: list[bytes]
     span: str
     chunks: list[ChunkTotals]
@@ -172,9 +173,8 @@ class NodeReading(TypedDict):
 
 
 class FinalState(TypedDict):
-    """The message of a closing worker on :data:`FINAL_STATE_TOPIC`: its full payload."""
+    """What a closing worker sends with :data:`FINAL_STATE_OP`: its full payload."""
 
-    worker: str
     data: bytes
 
 

@@ -1,11 +1,18 @@
-"""What workers send on their event streams, taken in: a task's records, a closing worker's state.
+"""What workers send on their batched streams, taken in: a task's records, a closing worker's state.
+
+The plugin's stream handlers (:data:`~roastcoffea.plugin.protocol.RECORDS_OP`,
+:data:`~roastcoffea.plugin.protocol.FINAL_STATE_OP`) run on the scheduler's event loop
+for every such message, with the sending worker's address from the stream itself. An
+exception in a stream handler would end the worker's stream and remove the worker, so
+:class:`RecordIntake` takes any keyword arguments and never raises: a message that
+is not a worker's (a client's stream shares the handlers) or is malformed is counted in
+the aggregator's errors under the part that failed, and the rest of it is kept.
 
 One :class:`~roastcoffea.plugin.protocol.RecordBatch` per task end: its records'
 bytes go to the aggregator's record store with their span, its phase digests to the
 digest table (``Aggregator.add_digests``), and both its chunk totals and its phases'
 dataset split to the :class:`~roastcoffea.plugin.scheduler.totals.RunningTotals`. The
-scheduler decodes no record. Whatever is malformed is counted in the aggregator's
-errors under the part that failed, and the rest of the message is kept.
+scheduler decodes no record.
 """
 
 from __future__ import annotations
@@ -16,8 +23,13 @@ from typing import Any
 from distributed.metrics import time
 
 from roastcoffea.phase_vocabulary import digest_labels
-from roastcoffea.plugin.protocol import ChunkTotals, FinalState, PhaseEntry, RecordBatch
+from roastcoffea.plugin.protocol import ChunkTotals, PhaseEntry
 from roastcoffea.plugin.scheduler.totals import RunningTotals
+
+
+def ignore(**msg: Any) -> None:
+    """A stream handler that drops its message: what stays of the plugin's handlers once the
+    plugin is removed, for the messages still on their way."""
 
 
 class RecordIntake:
@@ -38,11 +50,43 @@ class RecordIntake:
         self.totals = totals
         self._count_error = count_error
 
-    def records(self, msg: RecordBatch) -> None:
-        """Store a task's records with their span; add its phases and chunks."""
-        worker, span = msg["worker"], msg.get("span")
+    def records(self, **msg: Any) -> None:
+        """Stream handler of :data:`~roastcoffea.plugin.protocol.RECORDS_OP`: store a task's
+        records with their span; add its phases and chunks. Never raises."""
+        try:
+            worker = self._sender(msg)
+            if worker is not None:
+                self._records(worker, msg)
+        except Exception:
+            self._count_error("records")
+
+    def final_state(self, **msg: Any) -> None:
+        """Stream handler of :data:`~roastcoffea.plugin.protocol.FINAL_STATE_OP`: apply a
+        closing worker's full payload, what its last heartbeat missed. Never raises."""
+        try:
+            worker = self._sender(msg)
+            data = msg.get("data")
+            if worker is None:
+                return
+            if not isinstance(data, bytes):
+                self._count_error("final_state_not_bytes")
+                return
+            self.aggregator.ingest(worker, data, time())
+        except Exception:
+            self._count_error("final_state")
+
+    def _sender(self, msg: dict[str, Any]) -> str | None:
+        """The worker whose stream carried ``msg``; None (counted) for a client's stream."""
+        worker = msg.get("worker")
+        if "client" in msg or not isinstance(worker, str):
+            self._count_error("stream_op_not_from_a_worker")
+            return None
+        return worker
+
+    def _records(self, worker: str, msg: dict[str, Any]) -> None:
+        span = msg.get("span")
         span = span if isinstance(span, str) else None
-        data = msg["data"]
+        data = msg.get("data", ())
         now = time()
         for item in data if isinstance(data, (list, tuple)) else [data]:
             if isinstance(item, bytes):
@@ -70,7 +114,3 @@ class RecordIntake:
             self._count_error("phase_digests")
             return
         self.totals.add_phases(entry.span, entry.dataset, labels, entry.values)
-
-    def final_state(self, msg: FinalState) -> None:
-        """Apply a closing worker's full payload: what its last heartbeat missed."""
-        self.aggregator.ingest(msg["worker"], msg["data"], time())

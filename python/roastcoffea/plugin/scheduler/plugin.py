@@ -7,8 +7,8 @@ Register it once per cluster::
 Its ``start`` builds the native aggregator, points the ``transition`` hook
 straight at the aggregator's C method, starts the sampler, adds its RPC handlers
 (:mod:`roastcoffea.plugin.scheduler.handlers`), takes in what workers send on their
-event streams (:mod:`~roastcoffea.plugin.scheduler.intake`) into the aggregator and
-the running totals (:mod:`~roastcoffea.plugin.scheduler.totals`), adds its series
+batched streams (its stream handlers, :mod:`~roastcoffea.plugin.scheduler.intake`) into
+the aggregator and the running totals (:mod:`~roastcoffea.plugin.scheduler.totals`), adds its series
 to the Prometheus registry that the scheduler's ``/metrics`` serves
 (:mod:`~roastcoffea.plugin.scheduler.prometheus`), shows its page on the
 scheduler's dashboard at ``/roastcoffea``
@@ -31,12 +31,12 @@ from distributed.metrics import time
 import roastcoffea.config as config
 from roastcoffea._native import Aggregator
 from roastcoffea.plugin.dask_versions import register_worker_plugin
-from roastcoffea.plugin.protocol import FINAL_STATE_TOPIC, PLUGIN_NAME, RECORDS_TOPIC
+from roastcoffea.plugin.protocol import FINAL_STATE_OP, PLUGIN_NAME, RECORDS_OP
 from roastcoffea.plugin.scheduler.dashboard import DashboardData
 from roastcoffea.plugin.scheduler.dashboard import serve as serve_dashboard
 from roastcoffea.plugin.scheduler.dashboard import unserve as unserve_dashboard
 from roastcoffea.plugin.scheduler.handlers import PluginHandlers
-from roastcoffea.plugin.scheduler.intake import RecordIntake
+from roastcoffea.plugin.scheduler.intake import RecordIntake, ignore
 from roastcoffea.plugin.scheduler.prometheus import (
     PrometheusExport,
     available,
@@ -149,6 +149,7 @@ class RoastPlugin(SchedulerPlugin):
         self.totals: RunningTotals | None = None
         self.intake: RecordIntake | None = None
         self.handlers: dict[str, Any] = {}
+        self.stream_handlers: dict[str, Any] = {}
         self.scheduler: Any = None
         self.aggregator: Any = None
         self.sampler: Sampler | None = None
@@ -236,6 +237,12 @@ class RoastPlugin(SchedulerPlugin):
         self.transition = self.aggregator.transition  # type: ignore[method-assign]
         self.handlers = PluginHandlers(self).table()
         scheduler.handlers.update(self.handlers)
+        # Before the worker plugin is installed: its first message may come at once.
+        self.stream_handlers = {
+            RECORDS_OP: self.intake.records,
+            FINAL_STATE_OP: self.intake.final_state,
+        }
+        scheduler.stream_handlers.update(self.stream_handlers)
         if self.prometheus and available():
             self.export = PrometheusExport(
                 self,
@@ -284,20 +291,15 @@ class RoastPlugin(SchedulerPlugin):
             self.running.removed(worker, time(), str(kwargs.get("stimulus_id", "")))
 
     def log_event(self, topic: str, msg: Any) -> None:
-        """Keep records (:data:`RECORDS_TOPIC`), last states of closing workers, closing notices.
+        """Note a worker's closing notice (Dask hook; never raises).
 
         A worker logs ``closing-worker`` on its own address before an orderly
-        close (see ``roastcoffea.plugin.scheduler.departures``). Never raises; a
-        malformed record is counted.
+        close (see ``roastcoffea.plugin.scheduler.departures``).
         """
         if self.intake is None:
             return
         with self.guard("log_event"):
-            if topic == RECORDS_TOPIC:
-                self.intake.records(msg)
-            elif topic == FINAL_STATE_TOPIC:
-                self.intake.final_state(msg)
-            elif (
+            if (
                 isinstance(msg, dict)
                 and msg.get("action") == "closing-worker"
                 and topic in self.scheduler.workers
@@ -335,6 +337,7 @@ class RoastPlugin(SchedulerPlugin):
                 "window": self.window,
                 "phase_cpu_interval": self.phase_cpu_interval,
                 "phases": self.phases,
+                "scheduler_ops": True,
             }
         )
         try:
@@ -349,7 +352,10 @@ class RoastPlugin(SchedulerPlugin):
                 logger.warning("roastcoffea: worker plugin setup failed on %s: %r", address, reply)
 
     def detach(self) -> None:
-        """Stop the sampler, remove the handlers, make ``transition`` a no-op."""
+        """Stop the sampler, remove the handlers, make ``transition`` a no-op.
+
+        The stream handlers are not removed but made no-ops: workers may still send.
+        """
         # Deleting the instance attribute brings back SchedulerPlugin.transition,
         # which does nothing.
         self.__dict__.pop("transition", None)
@@ -365,6 +371,11 @@ class RoastPlugin(SchedulerPlugin):
             if handlers.get(name) == method:
                 del handlers[name]
         self.handlers = {}
+        stream_handlers = self.scheduler.stream_handlers if self.scheduler is not None else {}
+        for name, method in self.stream_handlers.items():
+            if stream_handlers.get(name) == method:
+                stream_handlers[name] = ignore
+        self.stream_handlers = {}
 
     @contextmanager
     def guard(self, where: str, *, reraise: bool = False) -> Iterator[None]:

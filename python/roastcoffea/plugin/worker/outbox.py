@@ -3,12 +3,16 @@
 Chunk and phase records (:mod:`roastcoffea.records`) are made in a task's thread. While
 the task runs they wait here; when it leaves "executing" the worker plugin's transition
 hook completes its chunk records with the whole task's time and sends the task's records
-and phase digests in one ``worker.log_event`` message on the topic
-:data:`~roastcoffea.plugin.protocol.RECORDS_TOPIC` (the public "log-event" message of the
-worker's batched stream), in the same event-loop tick that queues the task-finished
-message: the scheduler holds the records of every result it knows of, even when the
-worker dies right after. A record that cannot be sent is replaced by a lost record, so
-the loss reaches the run that made it as a count with its reason.
+and phase digests in one message, the op :data:`~roastcoffea.plugin.protocol.RECORDS_OP`
+of the worker's batched stream to the scheduler, in the same event-loop tick that queues
+the task-finished message: the scheduler holds the records of every result it knows of,
+even when the worker dies right after. A record that cannot be sent is replaced by a lost
+record, so the loss reaches the run that made it as a count with its reason. A closing
+worker's full state goes the same way (:data:`~roastcoffea.plugin.protocol.FINAL_STATE_OP`).
+
+The ops go out only when the scheduler handles them (``scheduler_ops``, set by the
+``RoastPlugin`` that installed the worker plugin): an op the scheduler does not know ends
+the worker's stream, and the scheduler removes the worker.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ from typing import Any
 from distributed.worker import thread_state
 
 from roastcoffea.phase_vocabulary import PhaseDigests
-from roastcoffea.plugin.protocol import RECORDS_TOPIC, ChunkTotals, PhaseEntry, RecordBatch
+from roastcoffea.plugin.protocol import (
+    FINAL_STATE_OP,
+    RECORDS_OP,
+    ChunkTotals,
+    FinalState,
+    PhaseEntry,
+    RecordBatch,
+)
 from roastcoffea.records import encode_record, lost_record
 
 logger = logging.getLogger(__name__)
@@ -99,6 +110,9 @@ class Outbox:
         Counts by name (the plugin's counters; task threads and the event loop count).
     sum_phases : callable
         Takes a task's ``(where, digests)`` for Dask's filing, on the event loop.
+    scheduler_ops : bool
+        Whether the scheduler handles roastcoffea's stream ops; without, nothing is sent
+        (counted as ``records_refused``).
     """
 
     def __init__(
@@ -106,8 +120,10 @@ class Outbox:
         worker: Any,
         count: Callable[..., None],
         sum_phases: Callable[[tuple[Any, Any], PhaseDigests], None],
+        scheduler_ops: bool = False,
     ) -> None:
         self.worker: Any = worker
+        self.scheduler_ops = scheduler_ops
         self._count = count
         self._sum_phases = sum_phases
         # Added from task threads, taken on the event loop: guarded by the lock.
@@ -212,8 +228,7 @@ class Outbox:
         ``ts`` is the worker's task state after the task left "executing", or None when
         that end was not observed; ``delay`` the scheduler_delay Dask stamped the task
         with, if known (else the current one). One message per task rather than per
-        record: each is a ``log-event`` the scheduler stores, publishes and hands to
-        every plugin.
+        record: each costs the scheduler a handler call.
         """
         if delay is None:
             delay = getattr(self.worker, "scheduler_delay", 0.0)
@@ -309,26 +324,43 @@ class Outbox:
         phases: list[PhaseEntry] | None = None,
     ) -> bool:
         """Send encoded records to the scheduler as one
-        :class:`~roastcoffea.plugin.protocol.RecordBatch`; False (counted) once the plugin
-        is torn down.
+        :class:`~roastcoffea.plugin.protocol.RecordBatch`; False (counted) when it cannot
+        go: the plugin torn down, or a scheduler without roastcoffea's ops.
 
-        ``Worker.log_event`` appends to the batched stream at once on the event loop
-        (where task ends are seen) and through the loop from other threads. ``chunks``
-        holds the totals of the chunk records among them, so that the scheduler keeps its
-        running totals without decoding a record; ``phases`` the task's phase digests,
-        which the scheduler adds to its digest table.
+        ``chunks`` holds the totals of the chunk records among them, so that the scheduler
+        keeps its running totals without decoding a record; ``phases`` the task's phase
+        digests, which the scheduler adds to its digest table.
         """
-        if self.worker is None:
-            self._count("records_refused")
-            return False
-        message: RecordBatch = {"worker": self.worker.address, "data": batch}
+        message: RecordBatch = {"data": batch}
         if chunks:
             message["chunks"] = chunks
         if phases:
             message["phases"] = phases
         if span is not None:
             message["span"] = span
-        self.worker.log_event(RECORDS_TOPIC, message)
+        return self._send(RECORDS_OP, message)
+
+    def send_final_state(self, data: bytes) -> bool:
+        """Send a closing worker's full payload (teardown); False (counted) when it cannot go."""
+        state: FinalState = {"data": data}
+        return self._send(FINAL_STATE_OP, state)
+
+    def _send(self, op: str, message: Any) -> bool:
+        """Append ``message`` as ``op`` to the worker's batched stream, from any thread.
+
+        The stream is the event loop's: another thread hands the message to the loop, as
+        ``Worker.log_event`` does. A message sent while the worker is not connected is
+        dropped by Dask, as every stream message is.
+        """
+        worker = self.worker
+        if worker is None or not self.scheduler_ops:
+            self._count("records_refused")
+            return False
+        msg = {"op": op, **message}
+        if worker.thread_id == threading.get_ident():
+            worker.batched_send(msg)
+        else:
+            worker.loop.add_callback(worker.batched_send, msg)
         return True
 
 

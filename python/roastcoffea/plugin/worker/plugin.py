@@ -1,8 +1,8 @@
 """RoastWorkerPlugin: the worker half, installed by :class:`RoastPlugin`.
 
 It adds two things to the worker, both public and version-stable Dask
-mechanisms (never a worker extension or a batched-stream op: those close the
-worker when the scheduler does not know them):
+mechanisms (never a worker extension: one the scheduler does not know closes the
+worker):
 
 * ``worker.metrics["roastcoffea"]``, a callable Dask runs at every heartbeat,
   whose bytes reach the scheduler as ``ws.metrics["roastcoffea"]``, and
@@ -13,8 +13,9 @@ worker when the scheduler does not know them):
 Its ``transition`` hook makes a task execute in its run's span
 (:mod:`roastcoffea.plugin.scheduler.runs`), announces the task prefixes that run coffea
 work items (:mod:`.work_items`), and sends each task's records and phase digests when it
-ends (:mod:`.outbox`); the phase digests are also summed for Dask's own span totals
-(:mod:`.phase_sums`).
+ends (:mod:`.outbox`, as ops of the worker's batched stream that only a scheduler with
+``RoastPlugin`` is told to expect); the phase digests are also summed for Dask's own span
+totals (:mod:`.phase_sums`).
 """
 
 from __future__ import annotations
@@ -34,13 +35,11 @@ from roastcoffea.instrument import phases as phase_clock
 from roastcoffea.instrument.running import set_lookup
 from roastcoffea.phase_vocabulary import ACTIVITY_PREFIXES, PhaseDigests
 from roastcoffea.plugin.protocol import (
-    FINAL_STATE_TOPIC,
     NODE_METRIC,
     PLACED_ANNOTATION,
     PLUGIN_NAME,
     WORKER_STATE_HANDLER,
     ChunkTotals,
-    FinalState,
 )
 from roastcoffea.plugin.task import running_task
 from roastcoffea.plugin.worker.node import NodeView
@@ -105,6 +104,10 @@ class RoastWorkerPlugin(WorkerPlugin):
         (:class:`~roastcoffea.instrument.phases.TaskPhases`).
     phases : bool
         Whether to run the phase clock (install the phase hooks) on the worker.
+    scheduler_ops : bool
+        Whether the scheduler handles roastcoffea's stream ops (``RoastPlugin`` says so
+        when it installs this plugin). Without, no record is sent (``records_refused``):
+        an op the scheduler does not know would close the worker.
     """
 
     name = PLUGIN_NAME
@@ -116,6 +119,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         window: int | None = None,
         phase_cpu_interval: float = phase_clock.CPU_INTERVAL,
         phases: bool = True,
+        scheduler_ops: bool = False,
     ) -> None:
         self.interval = float(interval)
         self.window = window
@@ -127,7 +131,7 @@ class RoastWorkerPlugin(WorkerPlugin):
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._phase_sums = PhaseSums(self._count)
         self._processor_tasks = ProcessorTasks(self._count)
-        self._outbox = Outbox(None, self._count, self._phase_sums.add)
+        self._outbox = Outbox(None, self._count, self._phase_sums.add, bool(scheduler_ops))
         self._node = NodeView()
         #: Why the phase hooks are not installed, or None when they are.
         self.phase_hooks_error: str | None = "not set up on a worker"
@@ -138,6 +142,7 @@ class RoastWorkerPlugin(WorkerPlugin):
             "window": self.window,
             "phase_cpu_interval": self.phase_cpu_interval,
             "phases": self.phases,
+            "scheduler_ops": self._outbox.scheduler_ops,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -174,16 +179,14 @@ class RoastWorkerPlugin(WorkerPlugin):
 
         Dask tears plugins down before it closes the worker's stream to the
         scheduler, so the records of tasks still running and the digests of tasks
-        that finished after the last heartbeat still arrive (topic
-        :data:`~roastcoffea.plugin.protocol.FINAL_STATE_TOPIC`).
+        that finished after the last heartbeat still arrive (op
+        :data:`~roastcoffea.plugin.protocol.FINAL_STATE_OP`).
         """
         if self._tracker is not None:
             try:
                 self._outbox.send_all()
                 self._phase_sums.file(worker.digest_metric)
-                data = self._tracker.full_payload(worker.digests_total)
-                state: FinalState = {"worker": worker.address, "data": data}
-                worker.log_event(FINAL_STATE_TOPIC, state)
+                self._outbox.send_final_state(self._tracker.full_payload(worker.digests_total))
             except Exception:
                 self._count("hook_errors")
                 logger.debug("roastcoffea final state not sent", exc_info=True)
@@ -361,8 +364,8 @@ class RoastWorkerPlugin(WorkerPlugin):
     def queue_record(self, data: bytes, span: str | None = None) -> bool:
         """Send an opaque instrumentation record to the scheduler.
 
-        It goes out at once on the worker's event stream (topic
-        :data:`~roastcoffea.plugin.protocol.RECORDS_TOPIC`); the scheduler keeps it
+        It goes out at once on the worker's batched stream (op
+        :data:`~roastcoffea.plugin.protocol.RECORDS_OP`); the scheduler keeps it
         with its span until the collector of that span takes it, or until the record
         store, at its byte cap, drops its oldest records (counted in
         ``records_dropped``).
