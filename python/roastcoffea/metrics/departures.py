@@ -2,7 +2,7 @@
 
 Pure functions of the plugin's answers: the departures the scheduler logged
 (``roastcoffea.plugin.scheduler.departures``), the snapshot's worker table and series,
-and the workers that could not load roastcoffea. No Dask.
+and the workers that ran without roastcoffea (not importable, or its setup failed). No Dask.
 """
 
 from __future__ import annotations

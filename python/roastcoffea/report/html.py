@@ -173,7 +173,7 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
     for key, what in (
         ("lost_workers", "worker(s) died during the run"),
         ("restarted_workers", "of them restarted"),
-        ("unmonitored_workers", "worker(s) computed unmonitored (could not load roastcoffea)"),
+        ("unmonitored_workers", "worker(s) computed unmonitored (roastcoffea not loaded there)"),
     ):
         workers = metrics.get(key)
         if isinstance(workers, list) and workers:

@@ -6,13 +6,15 @@ scheduler sends :class:`WorkerPluginLoader`, pickled *by value*: it takes the
 values of the protocol's names along and nothing of roastcoffea, and a worker
 without the package can unpickle it. Its ``setup`` imports :class:`RoastWorkerPlugin` and
 puts it in its own place in ``worker.plugins``, so the worker then calls the
-real plugin directly. Where the import fails, the worker computes unmonitored
-and says why in its heartbeat metric and in its state handler, which the
-scheduler plugin reports (:data:`UNMONITORED`).
+real plugin directly. Where the import or the real plugin's ``setup`` fails,
+the worker computes unmonitored and says why in its heartbeat metric and in its
+state handler, which the scheduler plugin reports (:data:`UNMONITORED`): each
+run that worker computed for names it in ``unmonitored_workers``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -46,13 +48,24 @@ class WorkerPluginLoader(WorkerPlugin):
         try:
             from roastcoffea.plugin.worker.plugin import RoastWorkerPlugin
         except Exception as exc:  # any failure to load: never fail the worker
-            answer = {UNMONITORED: f"{type(exc).__name__}: {exc}"}
-            worker.metrics[_NAME] = lambda _worker: answer
-            worker.handlers[_STATE_HANDLER] = lambda: answer
-            return None
+            return self._unmonitored(worker, f"{type(exc).__name__}: {exc}")
         plugin = RoastWorkerPlugin(**self.options)
+        try:
+            plugin.setup(worker)
+        except Exception as exc:  # what it installed is removed, the worker computes on
+            with contextlib.suppress(Exception):
+                plugin.teardown(worker)
+            reason = f"RoastWorkerPlugin.setup failed: {type(exc).__name__}: {exc}"
+            return self._unmonitored(worker, reason)
         worker.plugins[self.name] = plugin
-        return plugin.setup(worker)
+        return None
+
+    def _unmonitored(self, worker: Any, reason: str) -> None:
+        """Answer the heartbeat and the state handler with why the worker is unmonitored."""
+        answer = {UNMONITORED: reason}
+        worker.metrics[_NAME] = lambda _worker: answer
+        worker.handlers[_STATE_HANDLER] = lambda: answer
+        return None
 
     def teardown(self, worker: Any) -> None:
         """Remove the unmonitored answers (the real plugin tears itself down)."""
