@@ -120,6 +120,8 @@ class CollectedRun:
             track_workers=track_workers,
             profiles=self.profiles,
             profile_reason=self.profile_reason,
+            unmonitored={w["address"]: w["reason"] for w in self.departures.unmonitored},
+            records_lost=dict(self.records_lost),
         )
 
     def annotate(self, metrics: dict[str, Any]) -> None:

@@ -383,6 +383,16 @@ def flag(value: Any) -> None:
         _fail("true or false", value)
 
 
+#: ``record_coverage``: the records against coffea's count (missing may be negative).
+_COVERED = {
+    f"{w}_{end}": some_count for w in ("chunks", "events") for end in ("recorded", "reported")
+}
+_COVERED |= {f"{w}_missing": some_number for w in ("chunks", "events")}
+_COVERAGE = {"complete": optional(flag), "causes": optional(texts)}
+RECORD_COVERAGE = fields(
+    {**_COVERED, **_COVERAGE, "per_dataset": optional(mapping(text, fields(_COVERED)))}
+)
+
 #: A file's line in ``read_shapes`` (the reads table divides by its chunks).
 READ_SHAPE = fields(
     {
@@ -581,6 +591,7 @@ METRICS: dict[str, Check] = {
     "tail_cause": optional(
         fields({"kind": text, "name": some_text, "phase": some_text, "dataset": some_text})
     ),
+    "record_coverage": optional(RECORD_COVERAGE),
     "read_shapes": optional(mapping(text, READ_SHAPE)),
     "cost_per_event_us": optional(table),
     "hot_lines": optional(sequence(fields({"function": text, "share_percent": number}))),

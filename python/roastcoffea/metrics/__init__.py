@@ -21,6 +21,7 @@ from typing import Any
 from roastcoffea.metrics import (
     chunks,
     cost,
+    coverage,
     diagnosis,
     efficiency,
     fine,
@@ -80,6 +81,10 @@ class MetricsInputs:
         not taken, with ``profile_reason``.
     profile_reason : str, optional
         Why ``profiles`` is None.
+    unmonitored : dict
+        ``{worker: reason}`` of the workers that computed unmonitored in the window.
+    records_lost : dict
+        ``{"<kind>: <reason>": count}`` of the records the workers could not send.
 
     Raises
     ------
@@ -101,6 +106,8 @@ class MetricsInputs:
     track_workers: bool = True
     profiles: dict[str, dict[str, Any]] | None = None
     profile_reason: str | None = None
+    unmonitored: dict[str, str] = field(default_factory=dict)
+    records_lost: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.wall_time) and self.wall_time >= 0):
@@ -140,5 +147,6 @@ def compute_metrics(inputs: MetricsInputs) -> dict[str, Any]:
     hot_lines.compute(inputs, out)
     diagnosis.compute(out)
     chunks.compute(inputs, out, extra)
+    coverage.compute(inputs, out)
     io.compute(inputs, out)
     return out.result()

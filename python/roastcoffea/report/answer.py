@@ -39,7 +39,8 @@ class Answer:
 
     ``verdict`` is the diagnosis summary (the balance of the processor's time), or
     None; ``empty`` says why no finding is shown (nothing found, or not measured);
-    ``more`` counts the findings beyond the top ones.
+    ``more`` counts the findings beyond the top ones; ``shortfall`` says which chunks
+    sent no record, and why (:func:`shortfall`), or is None.
     """
 
     headline: str
@@ -47,6 +48,7 @@ class Answer:
     more: int
     verdict: str | None
     empty: str | None
+    shortfall: str | None = None
 
 
 def answer(metrics: Mapping[str, Any], top: int = TOP_FINDINGS) -> Answer:
@@ -66,7 +68,31 @@ def answer(metrics: Mapping[str, Any], top: int = TOP_FINDINGS) -> Answer:
         max(len(findings) - top, 0),
         f"{verdict}." if isinstance(verdict, str) else None,
         empty,
+        shortfall(metrics),
     )
+
+
+def shortfall(metrics: Mapping[str, Any]) -> str | None:
+    """Which of coffea's chunks sent no record, and why (``record_coverage``); None when
+    the records cover the run or nothing could be compared."""
+    coverage = metrics.get("record_coverage")
+    if not isinstance(coverage, Mapping) or coverage.get("complete") is not False:
+        return None
+    parts = []
+    for what in ("chunks", "events"):
+        recorded, reported = coverage.get(f"{what}_recorded"), coverage.get(f"{what}_reported")
+        if cells.is_number(recorded) and cells.is_number(reported) and recorded != reported:
+            parts.append(f"{int(recorded):,} of {int(reported):,} {what}")
+    for dataset, row in sorted((coverage.get("per_dataset") or {}).items()):
+        missing = row.get("events_missing") if isinstance(row, Mapping) else None
+        if cells.is_number(missing) and missing != 0:
+            parts.append(
+                f"{int(row['events_recorded']):,} of {int(row['events_reported']):,} "
+                f"events of {dataset}"
+            )
+    causes = "; ".join(str(c) for c in coverage.get("causes") or ())
+    covered = ", ".join(parts) if parts else "not all of coffea's count"
+    return f"The records cover {covered}: {causes}."
 
 
 def headline(metrics: Mapping[str, Any]) -> str:

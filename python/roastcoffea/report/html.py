@@ -38,7 +38,7 @@ import jinja2
 
 from roastcoffea.compat_0_1_2.names import LEGACY_FORMAT
 from roastcoffea.report import tables
-from roastcoffea.report.answer import answer
+from roastcoffea.report.answer import answer, shortfall
 from roastcoffea.report.tables import cells
 from roastcoffea.report.tables.cells import Cell, TableData
 from roastcoffea.units import format_bytes, format_gbps, format_time
@@ -170,6 +170,9 @@ def _alerts(metrics: Mapping[str, Any]) -> list[str]:
     failed = metrics.get("num_failed_chunks")
     if cells.is_number(failed) and failed > 0:
         found.append(f"{int(failed):,} chunk(s) failed (see Failed Chunks)")
+    missing = shortfall(metrics)
+    if missing is not None:
+        found.append(missing)
     for key, what in (
         ("lost_workers", "worker(s) died during the run"),
         ("restarted_workers", "of them restarted"),

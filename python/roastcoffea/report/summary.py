@@ -118,6 +118,8 @@ def answer_lines(found: Answer, width: int, height: int | None = None) -> list[T
     counts them). Each finding's cause is cut after :data:`CAUSE_LINES` lines.
     """
     head = _wrapped(found.headline, width, style="bold")
+    if found.shortfall is not None:
+        head += _wrapped(found.shortfall, width, style="bold red")
     if found.empty is not None:
         return [*head, Text(), *_wrapped(found.empty, width)]
     blocks = [_finding_lines(i + 1, f, width) for i, f in enumerate(found.findings)]
