@@ -54,6 +54,13 @@ typedef struct error_row {
     UT_hash_handle hh;
 } error_row;
 
+/* Collected records of one span dropped at the byte cap: the run's own loss. */
+typedef struct span_drops_row {
+    roast_id span;
+    uint64_t count;
+    UT_hash_handle hh;
+} span_drops_row;
+
 struct roast_agg {
     roast_agg_limits limits;
     double started;
@@ -68,7 +75,9 @@ struct roast_agg {
     uint32_t ntasks, ndigests, nworkers, nspans, nerrors;
     roast_record *records; /* owned array; each data.ptr owned */
     size_t nrecords, records_alloc;
-    size_t record_bytes; /* counted against limits.record_cap_bytes */
+    size_t record_bytes;      /* counted against limits.record_cap_bytes */
+    size_t uncollected_bytes; /* of them, records no collector collects */
+    span_drops_row *span_drops;
     roast_agg_counters counters;
     bool restored;           /* report figures come from source below */
     roast_agg_report source; /* the restored self-report (extras only used) */
@@ -139,6 +148,7 @@ void roast_agg_free(roast_agg *agg)
     FREE_TABLE(agg->workers, worker_row);
     FREE_TABLE(agg->spans, span_row);
     FREE_TABLE(agg->errors, error_row);
+    FREE_TABLE(agg->span_drops, span_drops_row);
     for (size_t i = 0; i < agg->nrecords; i++)
         free((char *)agg->records[i].data.ptr);
     free(agg->records);
@@ -502,33 +512,72 @@ roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, 
 
 static size_t record_cost(const roast_record *r) { return r->data.len + sizeof *r; }
 
-/* Drops the oldest records until `room` bytes fit under three quarters of
- * the cap, so that a full store makes room once per quarter of the cap
- * rather than at every record. */
-static void records_make_room(roast_agg *agg, size_t room)
+/* Counts a dropped record: for the cluster, and for its run when it was collected. */
+static void record_dropped(roast_agg *agg, const roast_record *r)
 {
-    size_t target = agg->limits.record_cap_bytes / 4 * 3;
-    size_t drop = 0;
-    while (drop < agg->nrecords && agg->record_bytes + room > target) {
-        agg->record_bytes -= record_cost(&agg->records[drop]);
-        free((char *)agg->records[drop].data.ptr);
-        drop++;
+    agg->counters.records_dropped++;
+    if (!r->collected)
+        return;
+    span_drops_row *row;
+    HASH_FIND(hh, agg->span_drops, &r->span, sizeof r->span, row);
+    if (!row) {
+        row = calloc(1, sizeof *row);
+        if (!row)
+            return; /* the cluster's count still has it */
+        row->span = r->span;
+        HASH_ADD(hh, agg->span_drops, span, sizeof row->span, row);
     }
-    agg->counters.records_dropped += drop;
-    agg->nrecords -= drop;
-    memmove(agg->records, agg->records + drop, agg->nrecords * sizeof *agg->records);
+    row->count++;
+}
+
+/* Drops the oldest records, those of no collector only if `uncollected_only`,
+ * while `*held` + room exceeds target; `*held` is record_bytes or
+ * uncollected_bytes. */
+static void records_drop_oldest(roast_agg *agg, const size_t *held, size_t room, size_t target,
+                                bool uncollected_only)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < agg->nrecords; i++) {
+        roast_record *r = &agg->records[i];
+        if (*held + room > target && !(uncollected_only && r->collected)) {
+            agg->record_bytes -= record_cost(r);
+            if (!r->collected)
+                agg->uncollected_bytes -= record_cost(r);
+            record_dropped(agg, r);
+            free((char *)r->data.ptr);
+        } else {
+            agg->records[kept++] = *r;
+        }
+    }
+    agg->nrecords = kept;
+}
+
+/* Makes room for a record of `cost` bytes, down to three quarters of a cap so
+ * that a full store makes room once per quarter of it rather than at every
+ * record. Records no collector collects have a quarter of the cap of their own
+ * and go first; a collected record goes only when collected ones alone fill
+ * the store. */
+static void records_make_room(roast_agg *agg, size_t cost, bool collected)
+{
+    size_t cap = agg->limits.record_cap_bytes, own_cap = cap / 4;
+    if (!collected && agg->uncollected_bytes + cost > own_cap)
+        records_drop_oldest(agg, &agg->uncollected_bytes, cost, own_cap / 4 * 3, true);
+    if (agg->record_bytes + cost > cap)
+        records_drop_oldest(agg, &agg->record_bytes, cost, cap / 4 * 3, true);
+    if (agg->record_bytes + cost > cap) /* collected records alone fill the store */
+        records_drop_oldest(agg, &agg->record_bytes, cost, cap / 4 * 3, false);
 }
 
 static roast_status record_append(roast_agg *agg, roast_id worker, roast_id span, uint64_t seq,
-                                  double time, const char *data, size_t len)
+                                  double time, const char *data, size_t len, bool collected)
 {
     size_t cost = len + sizeof(roast_record);
-    if (cost > agg->limits.record_cap_bytes) {
+    size_t cap = collected ? agg->limits.record_cap_bytes : agg->limits.record_cap_bytes / 4;
+    if (cost > cap) {
         agg->counters.records_dropped++;
         return ROAST_EFULL;
     }
-    if (agg->record_bytes + cost > agg->limits.record_cap_bytes)
-        records_make_room(agg, cost);
+    records_make_room(agg, cost, collected);
     if (agg->nrecords == agg->records_alloc) {
         size_t alloc = agg->records_alloc ? agg->records_alloc * 2 : 64;
         roast_record *grown = realloc(agg->records, alloc * sizeof *grown);
@@ -549,19 +598,34 @@ static roast_status record_append(roast_agg *agg, roast_id worker, roast_id span
     r->time = time;
     r->data.ptr = copy;
     r->data.len = len;
+    r->collected = collected;
     agg->record_bytes += cost;
+    if (!collected)
+        agg->uncollected_bytes += cost;
     return ROAST_OK;
+}
+
+static roast_status add_sent(roast_agg *agg, roast_id worker, roast_id span, double time,
+                             const char *data, size_t len, bool collected)
+{
+    if (len && !data)
+        return ROAST_EINVAL;
+    roast_status status = record_append(agg, worker, span, 0, time, data, len, collected);
+    if (status == ROAST_OK)
+        agg->counters.records++;
+    return status;
 }
 
 roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, roast_id span,
                                        double time, const char *data, size_t len)
 {
-    if (len && !data)
-        return ROAST_EINVAL;
-    roast_status status = record_append(agg, worker, span, 0, time, data, len);
-    if (status == ROAST_OK)
-        agg->counters.records++;
-    return status;
+    return add_sent(agg, worker, span, time, data, len, true);
+}
+
+roast_status roast_agg_add_uncollected_record(roast_agg *agg, roast_id worker, roast_id span,
+                                              double time, const char *data, size_t len)
+{
+    return add_sent(agg, worker, span, time, data, len, false);
 }
 
 roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, roast_id span, uint64_t seq,
@@ -569,7 +633,39 @@ roast_status roast_agg_restore_record(roast_agg *agg, roast_id worker, roast_id 
 {
     if (len && !data)
         return ROAST_EINVAL;
-    return record_append(agg, worker, span, seq, time, data, len);
+    return record_append(agg, worker, span, seq, time, data, len, true);
+}
+
+size_t roast_agg_expire_records(roast_agg *agg, double before)
+{
+    if (!agg)
+        return 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < agg->nrecords; i++) {
+        roast_record *r = &agg->records[i];
+        if (!r->collected && r->time < before) {
+            agg->record_bytes -= record_cost(r);
+            agg->uncollected_bytes -= record_cost(r);
+            free((char *)r->data.ptr);
+        } else {
+            agg->records[kept++] = *r;
+        }
+    }
+    size_t expired = agg->nrecords - kept;
+    agg->nrecords = kept;
+    return expired;
+}
+
+uint64_t roast_agg_records_dropped_in(const roast_agg *agg, const roast_id *spans, size_t nspans)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; agg && spans && i < nspans; i++) {
+        span_drops_row *row;
+        HASH_FIND(hh, agg->span_drops, &spans[i], sizeof spans[i], row);
+        if (row)
+            total += row->count;
+    }
+    return total;
 }
 
 static int cmp_span(const void *a, const void *b)
@@ -592,9 +688,19 @@ size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t n
         roast_record *r = &agg->records[i];
         if (bsearch(&r->span, sorted, nspans, sizeof *sorted, cmp_span)) {
             agg->record_bytes -= record_cost(r);
+            if (!r->collected)
+                agg->uncollected_bytes -= record_cost(r);
             free((char *)r->data.ptr);
         } else {
             agg->records[kept++] = *r;
+        }
+    }
+    for (size_t i = 0; i < nspans; i++) {
+        span_drops_row *row;
+        HASH_FIND(hh, agg->span_drops, &sorted[i], sizeof sorted[i], row);
+        if (row) {
+            HASH_DEL(agg->span_drops, row);
+            free(row);
         }
     }
     free(sorted);
@@ -612,6 +718,7 @@ size_t roast_agg_clear_records(roast_agg *agg)
         free((char *)agg->records[i].data.ptr);
     agg->nrecords = 0;
     agg->record_bytes = 0;
+    agg->uncollected_bytes = 0;
     return cleared;
 }
 

@@ -541,6 +541,104 @@ static void test_full_record_store_drops_the_oldest(void)
     roast_agg_free(agg);
 }
 
+typedef struct record_tally {
+    int collected, uncollected;
+    double first_uncollected; /* time of the oldest uncollected record held */
+} record_tally;
+
+static int tally_record(void *ctx, const roast_record *rec)
+{
+    record_tally *t = ctx;
+    if (rec->collected) {
+        t->collected++;
+    } else if (t->uncollected++ == 0) {
+        t->first_uncollected = rec->time;
+    }
+    return 0;
+}
+
+static record_tally tally(const roast_agg *agg)
+{
+    record_tally t = {0, 0, 0.0};
+    CHECK(roast_agg_each_record(agg, tally_record, &t) == 0);
+    return t;
+}
+
+/* Records no collector collects live in a quarter of the cap and go first: however
+ * many arrive, no collected record is dropped for them. */
+static void test_uncollected_records_never_evict_collected_ones(void)
+{
+    roast_agg_limits lim;
+    roast_agg_limits_default(&lim);
+    const size_t cost = sizeof(roast_record) + 4;
+    lim.record_cap_bytes = 16 * cost; /* 4 records of their own for the uncollected */
+    roast_agg *agg = roast_agg_new(&lim, 0);
+    roast_id a = put(agg, "tcp://a"), run = put(agg, "run"), other = put(agg, "other");
+    for (int i = 0; i < 10; i++)
+        CHECK(roast_agg_add_sent_record(agg, a, run, i, "abcd", 4) == ROAST_OK);
+    for (int i = 0; i < 100; i++)
+        CHECK(roast_agg_add_uncollected_record(agg, a, other, 10 + i, "abcd", 4) == ROAST_OK);
+    record_tally t = tally(agg);
+    CHECK_EQ_U(t.collected, 10);
+    CHECK(t.uncollected >= 1 && t.uncollected <= 4);
+    CHECK(t.first_uncollected > 100.0); /* the newest kept, the oldest gone */
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, (uint64_t)(100 - t.uncollected));
+    roast_id mine[] = {run};
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, mine, 1), 0);
+    /* Collected records filling the store push the uncollected out first. */
+    for (int i = 0; i < 6; i++)
+        CHECK(roast_agg_add_sent_record(agg, a, run, 200 + i, "abcd", 4) == ROAST_OK);
+    t = tally(agg);
+    CHECK_EQ_U(t.collected, 16);
+    CHECK_EQ_U(t.uncollected, 0);
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, mine, 1), 0);
+    char big[8 * sizeof(roast_record)] = {0}; /* over the quarter, under the cap */
+    CHECK(roast_agg_add_uncollected_record(agg, a, other, 300, big, sizeof big) == ROAST_EFULL);
+    roast_agg_free(agg);
+}
+
+/* A run whose own records overflow the store loses its oldest, counted for its span
+ * until its collector releases it. */
+static void test_collected_records_dropped_are_counted_per_span(void)
+{
+    roast_agg_limits lim;
+    roast_agg_limits_default(&lim);
+    const size_t cost = sizeof(roast_record) + 4;
+    lim.record_cap_bytes = 8 * cost;
+    roast_agg *agg = roast_agg_new(&lim, 0);
+    roast_id a = put(agg, "tcp://a"), run = put(agg, "run"), later = put(agg, "later");
+    for (int i = 0; i < 9; i++)
+        CHECK(roast_agg_add_sent_record(agg, a, run, i, "abcd", 4) == ROAST_OK);
+    roast_id mine[] = {run}, theirs[] = {later}, both[] = {run, later};
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, mine, 1), 3);
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, theirs, 1), 0);
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, both, 2), 3);
+    CHECK_EQ_U(roast_agg_release_records(agg, mine, 1), 6);
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, mine, 1), 0); /* forgotten with the run */
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 3);
+    roast_agg_free(agg);
+}
+
+/* Uncollected records expire; collected ones never do. */
+static void test_uncollected_records_expire(void)
+{
+    roast_agg *agg = roast_agg_new(NULL, 0);
+    roast_id a = put(agg, "tcp://a"), run = put(agg, "run");
+    for (int i = 0; i < 4; i++) {
+        CHECK(roast_agg_add_sent_record(agg, a, run, i, "ab", 2) == ROAST_OK);
+        CHECK(roast_agg_add_uncollected_record(agg, a, run, i, "ab", 2) == ROAST_OK);
+    }
+    CHECK_EQ_U(roast_agg_expire_records(agg, 2.0), 2);
+    record_tally t = tally(agg);
+    CHECK(t.collected == 4 && t.uncollected == 2 && t.first_uncollected == 2.0);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), 6 * (sizeof(roast_record) + 2));
+    CHECK_EQ_U(roast_agg_expire_records(agg, 1e9), 2);
+    CHECK_EQ_U(roast_agg_expire_records(agg, 1e9), 0);
+    CHECK_EQ_U(roast_agg_counters_get(agg)->records_dropped, 0);
+    CHECK_EQ_U(roast_agg_record_bytes(agg), 4 * (sizeof(roast_record) + 2));
+    roast_agg_free(agg);
+}
+
 /* A collector's exit releases its spans' records; the others stay, in order. */
 static void test_release_records_of_spans(void)
 {
@@ -656,6 +754,9 @@ int main(void)
     RUN(test_sent_records_are_kept_as_sent);
     RUN(test_full_record_store_drops_the_oldest);
     RUN(test_release_records_of_spans);
+    RUN(test_uncollected_records_never_evict_collected_ones);
+    RUN(test_collected_records_dropped_are_counted_per_span);
+    RUN(test_uncollected_records_expire);
     RUN(test_errors);
     RUN(test_restore_task_and_report);
     return CHECK_DONE();

@@ -208,7 +208,8 @@ static PyObject *agg_add_record(PyObject *op, PyObject *args)
     PyObject *address, *span = Py_None;
     Py_buffer view;
     double now;
-    if (!PyArg_ParseTuple(args, "Uy*d|O:add_record", &address, &view, &now, &span))
+    int collected = 1;
+    if (!PyArg_ParseTuple(args, "Uy*d|Op:add_record", &address, &view, &now, &span, &collected))
         return NULL;
     if (span != Py_None && !PyUnicode_Check(span)) {
         PyBuffer_Release(&view);
@@ -221,8 +222,8 @@ static PyObject *agg_add_record(PyObject *op, PyObject *args)
         rc = intern_arg(self, span, &span_id);
     roast_status st = ROAST_EFULL;
     if (rc == 0)
-        st = roast_agg_add_sent_record(self->agg, addr_id, span_id, now, view.buf,
-                                       (size_t)view.len);
+        st = (collected ? roast_agg_add_sent_record : roast_agg_add_uncollected_record)(
+            self->agg, addr_id, span_id, now, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
@@ -427,6 +428,29 @@ static PyObject *agg_release_records(PyObject *op, PyObject *spans)
     return PyLong_FromSize_t(released);
 }
 
+static PyObject *agg_records_dropped_in(PyObject *op, PyObject *spans)
+{
+    Aggregator *self = (Aggregator *)op;
+    roast_snapshot_filter filter;
+    roast_id *ids;
+    if (build_filter(self, spans, &filter, &ids) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    uint64_t dropped = roast_agg_records_dropped_in(self->agg, filter.spans, filter.nspans);
+    PyMem_Free(ids);
+    return PyLong_FromUnsignedLongLong(dropped);
+}
+
+static PyObject *agg_expire_records(PyObject *op, PyObject *arg)
+{
+    Aggregator *self = (Aggregator *)op;
+    double before = PyFloat_AsDouble(arg);
+    if (before == -1.0 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromSize_t(roast_agg_expire_records(self->agg, before));
+}
+
 /* Drains the ring, then encodes the filtered snapshot. */
 static PyObject *agg_encode(Aggregator *self, PyObject *spans, double t_from, double t_to,
                             double now)
@@ -624,9 +648,16 @@ static PyMethodDef agg_methods[] = {
      "release_records($self, spans, /)\n--\n\n"
      "Drops the records of these spans (their collector took them); returns how many."},
     {"add_record", agg_add_record, METH_VARARGS,
-     "add_record($self, address, data, now, span=None, /)\n--\n\n"
+     "add_record($self, address, data, now, span=None, collected=True, /)\n--\n\n"
      "Keeps a record a worker sent once on its event stream; False when refused\n"
-     "at the byte cap or the string table (counted)."},
+     "at the byte cap or the string table (counted). A record no collector\n"
+     "collects is held apart, in a quarter of the cap."},
+    {"expire_records", agg_expire_records, METH_O,
+     "expire_records($self, before, /)\n--\n\n"
+     "Releases the uncollected records received before `before`; returns how many."},
+    {"records_dropped_in", agg_records_dropped_in, METH_O,
+     "records_dropped_in($self, spans, /)\n--\n\n"
+     "The collected records of these spans dropped at the byte cap."},
     {"set_span", agg_set_span, METH_VARARGS,
      "set_span($self, span_id, parent, name, /)\n--\n\nA span, its parent and its name's tags."},
     {"count_error", (PyCFunction)(void (*)(void))agg_count_error, METH_VARARGS | METH_KEYWORDS,

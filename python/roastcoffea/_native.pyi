@@ -93,12 +93,26 @@ class Aggregator:
     def worker_removed(self, address: str, now: float, /) -> None: ...
     def sample(self, address: str, now: float, values: Sequence[float | None], /) -> None:
         """14 values in ``roast_column`` order (series.h); None is not reported (NaN)."""
-    def add_record(self, address: str, data: bytes, now: float, span: str | None = None, /) -> bool:
+    def add_record(
+        self,
+        address: str,
+        data: bytes,
+        now: float,
+        span: str | None = None,
+        collected: bool = True,
+        /,
+    ) -> bool:
         """Keep a record a worker sent once on its event stream, made in ``span``; at
-        ``record_cap_bytes`` the oldest go first (``records_dropped``); False only for a
-        record the cap or the string table refuses (counted)."""
+        ``record_cap_bytes`` the oldest uncollected go first, then the oldest collected
+        (``records_dropped``); an uncollected record is held in a quarter of the cap of
+        its own. False only for a record the cap or the string table refuses (counted)."""
     def release_records(self, spans: Iterable[str], /) -> int:
-        """Drop the records of these spans (their collector took them); returns how many."""
+        """Drop the records of these spans (their collector took them) and their drop
+        counts; returns how many records."""
+    def expire_records(self, before: float, /) -> int:
+        """Release the uncollected records received before ``before``; returns how many."""
+    def records_dropped_in(self, spans: Iterable[str], /) -> int:
+        """The collected records of these spans dropped at the byte cap."""
     def add_digests(
         self,
         address: str,

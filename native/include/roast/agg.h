@@ -93,6 +93,7 @@ typedef struct roast_record {
     uint64_t seq;   /* per-worker-incarnation sequence number */
     double time;    /* scheduler clock when received */
     roast_str data; /* owned by the aggregator */
+    bool collected; /* a collector collects its span (else held apart, see below) */
 } roast_record;
 
 /* Monitoring self-report; every snapshot carries it. */
@@ -165,17 +166,35 @@ roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, 
 
 /* Keeps a copy of a record the worker sent once, on its ordered event stream
  * (never resent, so there is nothing to deduplicate; seq is 0), made by a
- * task of `span` (ROAST_ID_EMPTY when none); the worker needs no row. Bound:
- * each record counts len + sizeof(roast_record) bytes against
- * limits.record_cap_bytes. A new record that does not fit makes room by
- * dropping the oldest records down to three quarters of the cap (records of
- * spans nobody collects age out); each is counted in records_dropped. A
- * record larger than the cap itself is refused (ROAST_EFULL, counted). */
+ * task of `span` (ROAST_ID_EMPTY when none), which a live collector collects;
+ * the worker needs no row. Bound: each record counts len + sizeof(roast_record)
+ * bytes against limits.record_cap_bytes. A new record that does not fit makes
+ * room by dropping the oldest records no collector collects, then, only if
+ * collected records alone fill the store, the oldest collected ones, down to
+ * three quarters of the cap; each is counted in records_dropped, and a
+ * collected one also for its span (roast_agg_records_dropped_in). A record
+ * larger than the cap itself is refused (ROAST_EFULL, counted). */
 roast_status roast_agg_add_sent_record(roast_agg *agg, roast_id worker, roast_id span,
                                        double time, const char *data, size_t len);
 
-/* Drops the records of the given spans (a collector took them); returns how
- * many. spans need not be sorted. */
+/* As roast_agg_add_sent_record, for a record of a span no live collector
+ * collects (track_metrics outside a collector, a client that died): held in a
+ * quarter of limits.record_cap_bytes of its own, the oldest dropped first
+ * (down to three quarters of that quarter), so it never makes a collected
+ * record go; roast_agg_expire_records releases it after a while. */
+roast_status roast_agg_add_uncollected_record(roast_agg *agg, roast_id worker, roast_id span,
+                                              double time, const char *data, size_t len);
+
+/* Releases the uncollected records received before `before` (scheduler
+ * clock); returns how many. Not counted as dropped: their time was up. */
+size_t roast_agg_expire_records(roast_agg *agg, double before);
+
+/* The collected records of the given spans dropped at the byte cap, until
+ * roast_agg_release_records forgets them with the spans' records. */
+uint64_t roast_agg_records_dropped_in(const roast_agg *agg, const roast_id *spans, size_t nspans);
+
+/* Drops the records of the given spans (a collector took them) and their
+ * drop counts; returns how many records. spans need not be sorted. */
 size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans);
 
 /* Drops every record (a measurement keeps them decoded elsewhere); returns how many. */
