@@ -59,11 +59,12 @@ def test_records_and_final_states_stay_out_of_dask_s_event_log(make_cluster: Any
     assert client.submit(queue, marker, workers=[first], pure=False).result() is True
     # A worker that closes sends its full state in its teardown.
     client.retire_workers([second], close_workers=True)
-    wait_for(
+    workers = wait_for(
         lambda: client.scheduler_info()["workers"],
         lambda workers: second not in workers,
         timeout=30,
     )
+    assert second not in workers
     snap = snapshot(client)
     assert [r["data"] for r in snap["records"]].count(marker) == 1
     assert second in snap["workers"]

@@ -75,6 +75,7 @@ class CollectedRun:
     detected_prefixes: frozenset[str] = frozenset()
     records_skipped: int = 0
     records_lost: dict[str, int] = field(default_factory=dict)
+    records_dropped: int | None = None
     profiles: dict[str, dict[str, Any]] | None = None
     profile_reason: str | None = "the exit took no snapshot"
     span_metrics: dict[tuple, float] | None = None
@@ -122,6 +123,7 @@ class CollectedRun:
             profile_reason=self.profile_reason,
             unmonitored={w["address"]: w["reason"] for w in self.departures.unmonitored},
             records_lost=dict(self.records_lost),
+            records_dropped=self.records_dropped,
         )
 
     def annotate(self, metrics: dict[str, Any]) -> None:
@@ -140,6 +142,7 @@ class CollectedRun:
         monitoring["snapshot_bytes"] = self.snapshot_size
         monitoring["records_skipped"] = self.records_skipped
         monitoring["records_lost"] = dict(self.records_lost)
+        monitoring["run_records_dropped"] = self.records_dropped
         monitoring["plugin_interval"] = self.plugin_interval
         unavailable = metrics.setdefault("unavailable", {})
         if self.snapshot is None:
@@ -284,6 +287,7 @@ class Block:
             "span_ids": frozenset({self.span_id, *snapshot["spans"]}),
             "span_metrics": span_metrics(snapshot),
             "flush_seconds": reply["flush_seconds"],
+            "records_dropped": reply["records_dropped"],
         }
 
     def _records(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -554,6 +554,7 @@ METRICS: dict[str, Check] = {
                 "notes": optional(texts),
                 "errors": optional(mapping(text, some_number)),
                 "records_lost": optional(mapping(text, some_count)),
+                "run_records_dropped": some_count,
             }
         )
     ),

@@ -85,6 +85,9 @@ class MetricsInputs:
         ``{worker: reason}`` of the workers that computed unmonitored in the window.
     records_lost : dict
         ``{"<kind>: <reason>": count}`` of the records the workers could not send.
+    records_dropped : int, optional
+        The run's records the scheduler's store dropped at its byte cap; None when
+        not known (the cluster's count is then the cause named).
 
     Raises
     ------
@@ -108,6 +111,7 @@ class MetricsInputs:
     profile_reason: str | None = None
     unmonitored: dict[str, str] = field(default_factory=dict)
     records_lost: dict[str, int] = field(default_factory=dict)
+    records_dropped: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.wall_time) and self.wall_time >= 0):

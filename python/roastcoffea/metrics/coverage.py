@@ -4,8 +4,8 @@ Sources: the chunk records of the span, each work item once, against coffea's re
 (``chunks``, ``entries``) and, per dataset, the ``entries`` of ``custom_metrics``. Every
 figure drawn from the records (distributions, the per-dataset table, chunk_info, the
 phases) covers only the chunks that sent one; a shortfall is stated with what explains
-it: workers that computed unmonitored, records the workers could not send, records the
-scheduler's store dropped at its byte cap.
+it: workers that computed unmonitored, records the workers could not send, the run's
+records the scheduler's store dropped at its byte cap.
 """
 
 from __future__ import annotations
@@ -87,8 +87,13 @@ def _causes(inputs: MetricsInputs) -> list[str]:
         for what, count in sorted(inputs.records_lost.items())
         if what.startswith("chunk")
     ]
+    if inputs.records_dropped:
+        causes.append(
+            f"{inputs.records_dropped:,} of the run's record(s) dropped by the scheduler's "
+            "record store at its byte cap"
+        )
     dropped = inputs.snapshot.get("counters", {}).get("records_dropped")
-    if is_number(dropped) and dropped > 0:
+    if inputs.records_dropped is None and is_number(dropped) and dropped > 0:
         causes.append(
             f"{int(dropped):,} record(s) dropped by the scheduler's record store at its byte "
             "cap (counted for the whole cluster since the plugin started, not for this run)"

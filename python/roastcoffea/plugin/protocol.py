@@ -43,6 +43,9 @@ LIVE_TOPIC = PLUGIN_NAME
 #: Task annotation a collector puts on every task of its block: its span id
 #: (roastcoffea.plugin.scheduler.runs).
 RUN_ANNOTATION = "roastcoffea-run"
+#: Key prefix of the task that declares a collector's run (it never runs): the scheduler
+#: learns from it that the run's span will be collected, and by which client.
+DECLARATION_PREFIX = "roastcoffea-run"
 #: Task annotation the scheduler puts on a task it placed in its run's span: that span id.
 PLACED_ANNOTATION = "roastcoffea-placed"
 
@@ -201,12 +204,13 @@ class FlushReply(TypedDict):
 
 class FinishReply(TypedDict):
     """What :data:`FINISH_HANDLER` answers: the window's end (scheduler clock), the flush,
-    its seconds, and the snapshot's bytes."""
+    its seconds, the snapshot's bytes, and the run's records the store dropped."""
 
     t_to: float
     flush: FlushReply
     flush_seconds: float
     snapshot: bytes
+    records_dropped: int
 
 
 def _is_count(value: object) -> TypeGuard[int]:

@@ -25,11 +25,9 @@ import dask
 import distributed
 
 from roastcoffea.instrument.running import set_lookup
-from roastcoffea.plugin.protocol import RUN_ANNOTATION
+from roastcoffea.plugin.protocol import DECLARATION_PREFIX, RUN_ANNOTATION
 from roastcoffea.plugin.task import running_task
 
-#: Prefix of the task that declares a run's span (it never runs).
-DECLARATION_PREFIX = "roastcoffea-run"
 #: A resource no worker offers: the declaration waits for it until it is released.
 NO_WORKER_RESOURCE = "roastcoffea-never-granted"
 

@@ -85,9 +85,11 @@ class PluginHandlers:
     ) -> FinishReply:
         """Handler ``roastcoffea_finish``: a collector's exit in one call.
 
-        A sampler pass, the flush (``timeout`` seconds per worker), the snapshot of
-        the span's subtree over ``[t_from, t_to]`` (its end widened to the pass), and
-        the release of the span's records unless a span tagged ``tag`` encloses it.
+        A sampler pass, the flush (``timeout`` seconds per worker), the records of the
+        span's subtree dropped at the store's byte cap, the snapshot of the subtree over
+        ``[t_from, t_to]`` (its end widened to the pass), the release of the span's
+        records unless a span tagged ``tag`` encloses it, and the end of the run's
+        collection (:mod:`~roastcoffea.plugin.scheduler.collectors`).
         ``wall_time``, the block's seconds, ends the run's row of the running totals.
         """
         tick = self.open()
@@ -95,13 +97,24 @@ class PluginHandlers:
         flushed = await self.flush(timeout=timeout, since=t_from)
         flush_seconds = time() - start
         t_to = max(t_to, tick["time"]) + WINDOW_PAD
+        plugin = self.plugin
+        with plugin.guard("finish", reraise=True):
+            subtree = plugin.running.spans.subtree(span_id)
+            dropped = int(plugin.aggregator.records_dropped_in(subtree))
         data = self.snapshot(span_id=span_id, t_from=t_from, t_to=t_to, release_unless_inside=tag)
+        plugin.running.collectors.ended(span_id)
         totals = self.plugin.totals
         if isinstance(wall_time, float) and math.isfinite(wall_time) and wall_time >= 0:
             with self.plugin.guard("end run"):
                 if totals is not None:
                     totals.end_run(span_id, wall_time)
-        return {"t_to": t_to, "flush": flushed, "flush_seconds": flush_seconds, "snapshot": data}
+        return {
+            "t_to": t_to,
+            "flush": flushed,
+            "flush_seconds": flush_seconds,
+            "snapshot": data,
+            "records_dropped": dropped,
+        }
 
     def snapshot(
         self,

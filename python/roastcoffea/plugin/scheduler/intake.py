@@ -9,7 +9,8 @@ is not a worker's (a client's stream shares the handlers) or is malformed is cou
 the aggregator's errors under the part that failed, and the rest of it is kept.
 
 One :class:`~roastcoffea.plugin.protocol.RecordBatch` per task end: its records'
-bytes go to the aggregator's record store with their span, its phase digests to the
+bytes go to the aggregator's record store with their span, collected or not
+(:mod:`~roastcoffea.plugin.scheduler.collectors`), its phase digests to the
 digest table (``Aggregator.add_digests``), and both its chunk totals and its phases'
 dataset split to the :class:`~roastcoffea.plugin.scheduler.totals.RunningTotals`. The
 scheduler decodes no record.
@@ -41,14 +42,22 @@ class RecordIntake:
     totals : RunningTotals
     count_error : callable
         Counts a malformed part by name (the plugin's error table).
+    collects : callable
+        Whether a live collector will collect the records of a span
+        (:meth:`~roastcoffea.plugin.scheduler.collectors.Collectors.collects`).
     """
 
     def __init__(
-        self, aggregator: Any, totals: RunningTotals, count_error: Callable[[str], None]
+        self,
+        aggregator: Any,
+        totals: RunningTotals,
+        count_error: Callable[[str], None],
+        collects: Callable[[str | None], bool],
     ) -> None:
         self.aggregator = aggregator
         self.totals = totals
         self._count_error = count_error
+        self._collects = collects
 
     def records(self, **msg: Any) -> None:
         """Stream handler of :data:`~roastcoffea.plugin.protocol.RECORDS_OP`: store a task's
@@ -87,10 +96,10 @@ class RecordIntake:
         span = msg.get("span")
         span = span if isinstance(span, str) else None
         data = msg.get("data", ())
-        now = time()
+        now, collected = time(), self._collects(span)
         for item in data if isinstance(data, (list, tuple)) else [data]:
             if isinstance(item, bytes):
-                self.aggregator.add_record(worker, item, now, span)
+                self.aggregator.add_record(worker, item, now, span, collected)
             else:
                 self._count_error("record_not_bytes")
         for phases in msg.get("phases", ()):

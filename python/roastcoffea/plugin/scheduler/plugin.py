@@ -223,11 +223,13 @@ class RoastPlugin(SchedulerPlugin):
             for name in ("prefixes", "datasets", "activities", "workers")
         }
         self.totals = RunningTotals(bounds["datasets"])
-        self.intake = RecordIntake(self.aggregator, self.totals, self.count_error)
         self.placement = RunPlacement(scheduler, self.count_error)
         self.aggregator.set_span_lookup(scheduler.tasks, scheduler.task_groups, self.placement.runs)
         self.sampler = Sampler(
             scheduler, self.aggregator, self.totals, self.interval, live=self.live
+        )
+        self.intake = RecordIntake(
+            self.aggregator, self.totals, self.count_error, self.sampler.collectors.collects
         )
         now = time()
         for address, ws in list(scheduler.workers.items()):
@@ -307,15 +309,18 @@ class RoastPlugin(SchedulerPlugin):
                 self.running.departures.closing(topic, str(msg.get("reason")))
 
     def update_graph(self, scheduler: Any, *, annotations: Any = None, **kwargs: Any) -> None:
-        """Place a run's new tasks that Dask grouped under another span (Dask hook).
+        """Place a run's new tasks that Dask grouped under another span, and note the
+        runs a collector declared, with its client (Dask hook).
 
         Runs after Dask gave the new tasks their spans and before it sends them to
-        workers (:mod:`roastcoffea.plugin.scheduler.runs`). Never raises.
+        workers (:mod:`roastcoffea.plugin.scheduler.runs`,
+        :mod:`~roastcoffea.plugin.scheduler.collectors`). Never raises.
         """
         if self.placement is None or not annotations:
             return
         with self.guard("update_graph"):
             self.placement.place(annotations)
+            self.running.collectors.declared(annotations, kwargs.get("client"))
 
     def tick(self) -> None:
         """Run one sampler pass now (the body of the periodic callback).

@@ -15,6 +15,7 @@ from typing import Any
 from distributed.metrics import time
 from tornado.ioloop import PeriodicCallback
 
+from roastcoffea.plugin.scheduler.collectors import Collectors
 from roastcoffea.plugin.scheduler.departures import Departures
 from roastcoffea.plugin.scheduler.live import LiveStream
 from roastcoffea.plugin.scheduler.spans import SpanTree
@@ -61,6 +62,7 @@ class Sampler:
         self.aggregator = aggregator
         self.interval = interval
         self.spans = SpanTree(scheduler, aggregator)
+        self.collectors = Collectors(scheduler, aggregator, self.spans)
         self.live = LiveStream(scheduler, aggregator, totals) if live else None
         self.fetch_timeout = fetch_timeout
         # Worker states seen, kept past their removal from scheduler.workers so
@@ -95,7 +97,8 @@ class Sampler:
         return self._callback.is_running()
 
     def tick(self) -> None:
-        """One sampling pass over the ring, the workers, the spans and the stream."""
+        """One sampling pass over the ring, the workers, the spans, the records kept
+        for no collector, and the stream."""
         start = thread_time()
         now = time()
         self.aggregator.drain()
@@ -103,6 +106,7 @@ class Sampler:
             self.watch(address, ws, now)
             self.sample(address, ws, now)
         self.spans.sync()
+        self.collectors.tidy(now)
         if self.live is not None:
             self.live.tick(now)
         self.cpu_seconds += thread_time() - start

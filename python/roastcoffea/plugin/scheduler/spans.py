@@ -58,6 +58,17 @@ class SpanTree:
             return [span_id]
         return [s.id for s in span.traverse_spans()]
 
+    def lineage(self, span_id: str) -> list[str]:
+        """``span_id`` and the ids of the spans enclosing it, innermost first."""
+        span = self._spans().get(span_id)
+        if span is None:
+            return [span_id]
+        ids = []
+        while span is not None:
+            ids.append(span.id)
+            span = span.parent
+        return ids
+
     def inside(self, span_id: str, tag: str) -> bool:
         """Whether a span enclosing ``span_id`` (not itself) has the tag ``tag``."""
         span = self._spans().get(span_id)

@@ -1,0 +1,127 @@
+"""No run loses its records to another's: records no live collector collects are kept apart.
+
+The scheduler's record store holds a collected run's records until its collector's exit,
+whatever else arrives; records of spans nobody collects live in a quarter of the store of
+their own and expire; a run whose client died is released. Real coffea on the CMS files,
+real worker processes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import dask
+import pytest
+from distributed import Client, LocalCluster, get_worker
+from measured_run import MeasuredProcessor, cms_fileset, dask_runner
+from roast_testing import wait_for
+
+from roastcoffea import MetricsCollector, RoastPlugin
+from roastcoffea.plugin import snapshot
+from roastcoffea.plugin.protocol import PLUGIN_NAME
+
+pytestmark = pytest.mark.cluster
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+#: Records of a span nobody collects, each MiB, more than the whole store's 64 MiB.
+FLOOD = 72
+MIB = 1 << 20
+
+
+def queue_uncollected(marker: bytes, size: int) -> bool:
+    """A record made outside any collector (this task's span is Dask's default)."""
+    return get_worker().plugins[PLUGIN_NAME].queue_record(marker + b"." * size)
+
+
+def held(client: Client, marker: bytes) -> int:
+    """The records holding ``marker`` that the scheduler keeps (no flush, no release)."""
+    return sum(r["data"].startswith(marker) for r in snapshot(client, flush=False)["records"])
+
+
+def store(dask_scheduler: Any) -> dict[str, int]:
+    counters = dask_scheduler.plugins[PLUGIN_NAME].aggregator.counters
+    return {"records": counters["records"], "records_dropped": counters["records_dropped"]}
+
+
+@pytest.fixture
+def fresh(make_cluster: Callable[..., tuple[LocalCluster, Client]]) -> Client:
+    client = make_cluster()[1]
+    client.register_plugin(RoastPlugin(live=False))
+    return client
+
+
+def test_a_flood_of_uncollected_records_takes_nothing_from_a_collected_run(
+    fresh: Client, cms_data: Path
+) -> None:
+    client = fresh
+
+    def flood() -> None:
+        # Another thread: its tasks carry no run annotation, so no collector takes them.
+        done = client.map(queue_uncollected, [b"flood"] * FLOOD, [MIB] * FLOOD, pure=False)
+        assert all(client.gather(done))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with MetricsCollector(client, live=False) as mc:
+            _, report = dask_runner(client)(
+                cms_fileset(cms_data), MeasuredProcessor(), treename="Events"
+            )
+            # Every chunk record is on the scheduler (the results are here); then more
+            # than the whole store arrives for a span nobody collects.
+            flooding = threading.Thread(target=flood)
+            flooding.start()
+            flooding.join(timeout=300)
+            assert not flooding.is_alive()
+            mc.set_coffea_report(report)
+    metrics = mc.get_metrics()
+    assert metrics["num_chunks"] == report["chunks"]
+    assert metrics["total_events_from_chunks"] == report["entries"]
+    assert metrics["record_coverage"]["complete"] is True
+    assert metrics["monitoring"]["run_records_dropped"] == 0
+    # The flood churned in its own quarter: most of it was dropped, and what stays of it
+    # fits there.
+    counts = client.run_on_scheduler(store)
+    assert counts["records_dropped"] >= FLOOD - 16
+    assert held(client, b"flood") <= 16
+
+
+def test_uncollected_records_expire(
+    make_cluster: Callable[..., tuple[LocalCluster, Client]],
+) -> None:
+    _, client = make_cluster()
+    with dask.config.set({"roastcoffea.uncollected-records-timeout": "1s"}):
+        client.register_plugin(RoastPlugin(live=False, interval=0.2))
+    assert client.submit(queue_uncollected, b"old", 10, pure=False).result() is True
+    assert held(client, b"old") == 1
+    assert wait_for(lambda: held(client, b"old"), lambda n: n == 0, timeout=30) == 0
+    assert client.run_on_scheduler(store)["records_dropped"] == 0  # expired, not dropped
+
+
+def test_a_run_whose_client_died_is_released(
+    make_cluster: Callable[..., tuple[LocalCluster, Client]], cms_data: Path
+) -> None:
+    cluster, client = make_cluster()
+    client.register_plugin(RoastPlugin(live=False, interval=0.2))
+    gone = Client(cluster)
+    collector = MetricsCollector(gone, live=False)
+    collector.__enter__()
+    span_id = collector.span_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, report = dask_runner(gone)(cms_fileset(cms_data), MeasuredProcessor(), treename="Events")
+    left = snapshot(client, span_id=span_id, flush=False)["records"]
+    assert sum(1 for r in left if b"chunk" in r["data"]) >= report["chunks"]
+    gone.close()  # the client dies inside its block: its exit never comes
+    left = wait_for(
+        lambda: snapshot(client, span_id=span_id, flush=False)["records"],
+        lambda records: records == [],
+        timeout=30,
+    )
+    assert left == []
