@@ -110,7 +110,9 @@ def test_the_icicle_holds_the_samples_and_names_the_user_s_frames(
         return [node, *(n for child in node["children"] for n in walk(child))]
 
     nodes = walk(tree)
-    assert all(sum(c["count"] for c in n["children"]) <= n["count"] for n in nodes)
+    # A frame's samples whose innermost frame was a child are shared out among the
+    # children as floats: their sum may exceed the frame's by rounding, never more.
+    assert all(sum(c["count"] for c in n["children"]) <= n["count"] * (1 + 1e-12) for n in nodes)
     assert any(n["kind"] == "user" and n["name"].startswith("spin (") for n in nodes)
 
 
