@@ -16,6 +16,7 @@ from roastcoffea.report import tables
 from roastcoffea.report.summary import MAX_ROWS, print_summary, summary_tables
 from roastcoffea.report.tables import cells
 from roastcoffea.report.tables.cells import Cell, Column, TableData
+from roastcoffea.report.tables.wall_split import wall_split_table
 from roastcoffea.units import byte_unit, format_bytes, format_time
 
 
@@ -156,3 +157,14 @@ def test_text_is_never_read_as_markup() -> None:
     }
     text = printed(metrics)
     assert "[bold]ds[/bold]" in text and "KeyError: [red]" in text
+
+
+def test_a_wall_split_stage_without_its_numbers_reads_not_measured() -> None:
+    # What a hostile or truncated metrics.json may hold: the stage's row, its fields gone.
+    split = {"startup": {}, "steady": {"seconds": 2.0, "idle_thread_seconds": "x"}, "tail": 3}
+    table = wall_split_table({"wall_split": split})
+    assert table is not None
+    startup, steady = table.rows
+    assert [c.text for c in startup[1:]] == [cells.NA, cells.NA, cells.NA]
+    assert steady[1].text == format_time(2.0) and steady[2].text == "100.0%"
+    assert steady[3].text == "x"

@@ -14,6 +14,7 @@ from roastcoffea.report.tables.cells import (
     or_zero,
     percent,
     short_file,
+    show,
     worker_name,
 )
 from roastcoffea.units import format_time
@@ -35,23 +36,28 @@ def wall_split_table(metrics: Mapping[str, Any]) -> TableData | None:
     split = metrics.get("wall_split")
     if not isinstance(split, Mapping):
         return None
-    total = sum(or_zero(stage.get("seconds")) for stage in split.values())
+    stages = {stage: row for stage, row in split.items() if isinstance(row, Mapping)}
+    total = sum(or_zero(row.get("seconds")) for row in stages.values())
     columns = (
         Column("Stage"),
         Column("Wall", numeric=True),
         Column("Share", numeric=True),
         Column("Idle Thread-Seconds", numeric=True),
     )
-    rows = [
-        (
-            Cell(label),
-            Cell(format_time(split[stage]["seconds"])),
-            Cell(percent(100.0 * split[stage]["seconds"] / total) if total else NA),
-            Cell(format_time(split[stage]["idle_thread_seconds"])),
+    rows = []
+    for stage, label in _STAGE_LABELS.items():
+        if stage not in stages:
+            continue
+        seconds = stages[stage].get("seconds")
+        share = percent(100.0 * seconds / total) if total and is_number(seconds) else NA
+        rows.append(
+            (
+                Cell(label),
+                show(seconds, format_time),
+                Cell(share),
+                show(stages[stage].get("idle_thread_seconds"), format_time),
+            )
         )
-        for stage, label in _STAGE_LABELS.items()
-        if stage in split
-    ]
     packing = metrics.get("packing_bound_seconds")
     longest = metrics.get("longest_chunk_seconds")
     note = (
