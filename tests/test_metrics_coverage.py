@@ -7,6 +7,7 @@ from typing import Any
 from test_metrics_support import chunk, counters_report, make_snapshot, metrics_of
 
 from roastcoffea.metrics.coverage import UNEXPLAINED
+from roastcoffea.report.answer import shortfall
 
 W2 = "tcp://10.0.0.2:4000"
 
@@ -104,3 +105,16 @@ def test_a_report_without_counts_compares_nothing() -> None:
     coverage = metrics_of(chunks=chunks(2), coffea_report={"bytesread": 1})["record_coverage"]
     assert coverage["chunks_missing"] is None and coverage["events_missing"] is None
     assert coverage["complete"] is None and coverage["causes"] == []
+
+
+def test_the_shortfall_of_a_malformed_coverage_is_still_one_line() -> None:
+    # A loaded file's coverage the schema lets through with fields missing or odd.
+    hostile = {
+        "complete": False,
+        "chunks_recorded": 3,
+        "per_dataset": {"dy": {"events_missing": 5}, "tt": 7},
+        "causes": "not a list",
+    }
+    assert shortfall({"record_coverage": hostile}) == "The records cover not all of coffea's count."
+    m = metrics_of(chunks=chunks(1), coffea_report=report(2, 2000))
+    assert shortfall(m) == f"The records cover 1 of 2 chunks, 1,000 of 2,000 events: {UNEXPLAINED}."

@@ -83,16 +83,17 @@ def shortfall(metrics: Mapping[str, Any]) -> str | None:
         recorded, reported = coverage.get(f"{what}_recorded"), coverage.get(f"{what}_reported")
         if cells.is_number(recorded) and cells.is_number(reported) and recorded != reported:
             parts.append(f"{int(recorded):,} of {int(reported):,} {what}")
-    for dataset, row in sorted((coverage.get("per_dataset") or {}).items()):
-        missing = row.get("events_missing") if isinstance(row, Mapping) else None
-        if cells.is_number(missing) and missing != 0:
-            parts.append(
-                f"{int(row['events_recorded']):,} of {int(row['events_reported']):,} "
-                f"events of {dataset}"
-            )
-    causes = "; ".join(str(c) for c in coverage.get("causes") or ())
+    per_dataset = coverage.get("per_dataset")
+    for dataset, row in sorted(per_dataset.items() if isinstance(per_dataset, Mapping) else ()):
+        if not isinstance(row, Mapping):
+            continue
+        recorded, reported = row.get("events_recorded"), row.get("events_reported")
+        if cells.is_number(recorded) and cells.is_number(reported) and recorded != reported:
+            parts.append(f"{int(recorded):,} of {int(reported):,} events of {dataset}")
+    listed = coverage.get("causes")
+    causes = "; ".join(str(c) for c in listed) if isinstance(listed, list) else ""
     covered = ", ".join(parts) if parts else "not all of coffea's count"
-    return f"The records cover {covered}: {causes}."
+    return f"The records cover {covered}: {causes}." if causes else f"The records cover {covered}."
 
 
 def headline(metrics: Mapping[str, Any]) -> str:
