@@ -512,6 +512,16 @@ roast_status roast_agg_set_span(roast_agg *agg, roast_id span, roast_id parent, 
 
 static size_t record_cost(const roast_record *r) { return r->data.len + sizeof *r; }
 
+/* Takes a record out of the byte counts and frees its data; the caller
+ * compacts the array. */
+static void record_free(roast_agg *agg, roast_record *r)
+{
+    agg->record_bytes -= record_cost(r);
+    if (!r->collected)
+        agg->uncollected_bytes -= record_cost(r);
+    free((char *)r->data.ptr);
+}
+
 /* Counts a dropped record: for the cluster, and for its run when it was collected. */
 static void record_dropped(roast_agg *agg, const roast_record *r)
 {
@@ -540,11 +550,8 @@ static void records_drop_oldest(roast_agg *agg, const size_t *held, size_t room,
     for (size_t i = 0; i < agg->nrecords; i++) {
         roast_record *r = &agg->records[i];
         if (*held + room > target && !(uncollected_only && r->collected)) {
-            agg->record_bytes -= record_cost(r);
-            if (!r->collected)
-                agg->uncollected_bytes -= record_cost(r);
             record_dropped(agg, r);
-            free((char *)r->data.ptr);
+            record_free(agg, r);
         } else {
             agg->records[kept++] = *r;
         }
@@ -643,13 +650,10 @@ size_t roast_agg_expire_records(roast_agg *agg, double before)
     size_t kept = 0;
     for (size_t i = 0; i < agg->nrecords; i++) {
         roast_record *r = &agg->records[i];
-        if (!r->collected && r->time < before) {
-            agg->record_bytes -= record_cost(r);
-            agg->uncollected_bytes -= record_cost(r);
-            free((char *)r->data.ptr);
-        } else {
+        if (!r->collected && r->time < before)
+            record_free(agg, r);
+        else
             agg->records[kept++] = *r;
-        }
     }
     size_t expired = agg->nrecords - kept;
     agg->nrecords = kept;
@@ -686,14 +690,10 @@ size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t n
     size_t kept = 0;
     for (size_t i = 0; i < agg->nrecords; i++) {
         roast_record *r = &agg->records[i];
-        if (bsearch(&r->span, sorted, nspans, sizeof *sorted, cmp_span)) {
-            agg->record_bytes -= record_cost(r);
-            if (!r->collected)
-                agg->uncollected_bytes -= record_cost(r);
-            free((char *)r->data.ptr);
-        } else {
+        if (bsearch(&r->span, sorted, nspans, sizeof *sorted, cmp_span))
+            record_free(agg, r);
+        else
             agg->records[kept++] = *r;
-        }
     }
     for (size_t i = 0; i < nspans; i++) {
         span_drops_row *row;
