@@ -369,7 +369,8 @@ static PyObject *agg_count_error(PyObject *op, PyObject *args, PyObject *kwds)
 
 /* Span id strings -> ids for the snapshot filter. Ids the aggregator never
  * saw cannot match a row and are left out, and so is "" (no span is not a
- * span). *ids is PyMem memory. */
+ * span). *ids is PyMem memory, the caller's to free; on failure (-1, with an
+ * exception) it is freed and NULL. */
 static int build_filter(Aggregator *self, PyObject *spans, roast_snapshot_filter *f,
                         roast_id **ids)
 {
@@ -402,6 +403,8 @@ static int build_filter(Aggregator *self, PyObject *spans, roast_snapshot_filter
                 PyErr_Format(PyExc_TypeError, "span ids must be str, not %.100s",
                              Py_TYPE(item)->tp_name);
             Py_DECREF(seq);
+            PyMem_Free(*ids);
+            *ids = NULL;
             return -1;
         }
         roast_id id;
@@ -419,10 +422,8 @@ static PyObject *agg_release_records(PyObject *op, PyObject *spans)
     Aggregator *self = (Aggregator *)op;
     roast_snapshot_filter filter;
     roast_id *ids;
-    if (build_filter(self, spans, &filter, &ids) < 0) {
-        PyMem_Free(ids);
+    if (build_filter(self, spans, &filter, &ids) < 0)
         return NULL;
-    }
     size_t released = roast_agg_release_records(self->agg, filter.spans, filter.nspans);
     PyMem_Free(ids);
     return PyLong_FromSize_t(released);
@@ -433,10 +434,8 @@ static PyObject *agg_records_dropped_in(PyObject *op, PyObject *spans)
     Aggregator *self = (Aggregator *)op;
     roast_snapshot_filter filter;
     roast_id *ids;
-    if (build_filter(self, spans, &filter, &ids) < 0) {
-        PyMem_Free(ids);
+    if (build_filter(self, spans, &filter, &ids) < 0)
         return NULL;
-    }
     uint64_t dropped = roast_agg_records_dropped_in(self->agg, filter.spans, filter.nspans);
     PyMem_Free(ids);
     return PyLong_FromUnsignedLongLong(dropped);
@@ -457,10 +456,8 @@ static PyObject *agg_encode(Aggregator *self, PyObject *spans, double t_from, do
 {
     roast_snapshot_filter filter = {NULL, 0, t_from, t_to};
     roast_id *ids;
-    if (build_filter(self, spans, &filter, &ids) < 0) {
-        PyMem_Free(ids);
+    if (build_filter(self, spans, &filter, &ids) < 0)
         return NULL;
-    }
     roastpy_agg_drain(self);
     sync_counters(self);
     roast_buf buf = {NULL, 0, 0};
