@@ -37,14 +37,11 @@ def compute(inputs: MetricsInputs, out: Metrics) -> None:
         **_against("events", events, report.get("entries")),
         "per_dataset": _per_dataset(good, inputs.custom_metrics),
     }
-    short = [
-        coverage[f"{what}_missing"]
-        for what in ("chunks", "events")
-        if is_number(coverage[f"{what}_missing"])
-    ]
-    short += [row["events_missing"] for row in coverage["per_dataset"].values()]
-    coverage["complete"] = all(n == 0 for n in short) if short else None
-    coverage["causes"] = _causes(inputs) if any(n > 0 for n in short) else []
+    rows = coverage["per_dataset"].values()
+    missing = [coverage["chunks_missing"], coverage["events_missing"]]
+    known = [n for n in (*missing, *(row["events_missing"] for row in rows)) if n is not None]
+    coverage["complete"] = all(n == 0 for n in known) if known else None
+    coverage["causes"] = _causes(inputs) if any(n > 0 for n in known) else []
     out.put("record_coverage", coverage)
 
 
