@@ -508,10 +508,13 @@ def _read_chunks(directory: Path) -> list[dict[str, Any]]:
     path = directory / CHUNKS_FILE
     data = read_member(directory, CHUNKS_FILE)
     from roastcoffea.formats.parquet import read_parquet
+    from roastcoffea.formats.parquet_bounds import Refused
 
     try:
         with paused_gc():
-            return read_parquet(data)
+            return read_parquet(data, int(config.byte_count("max-records-bytes")))
+    except Refused as exc:
+        raise DecodeError(f"{path}: {exc}") from None
     except ImportError:
         raise DecodeError(
             f"{path}: reading the chunk records needs pyarrow: pip install 'roastcoffea[plot]'"

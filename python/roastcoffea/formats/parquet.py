@@ -83,15 +83,7 @@ def records_from_arrow(table: pa.Table) -> list[dict[str, Any]]:
     ValueError
         When the table is not one :func:`records_to_arrow` wrote, naming what is wrong.
     """
-    metadata = table.schema.metadata or {}
-    if RECORDS_KEY not in metadata:
-        raise ValueError("not a table of roastcoffea records (no roastcoffea.records metadata)")
-    described = json.loads(metadata[RECORDS_KEY])
-    shapes = {"envelope": dict, "json_columns": list, "irregular": list}
-    if not isinstance(described, dict) or not all(
-        isinstance(described.get(key), kind) for key, kind in shapes.items()
-    ):
-        raise ValueError("roastcoffea.records: not an object of envelope, json_columns, irregular")
+    described = _described(table)
     envelope, as_json = described["envelope"], set(described["json_columns"])
     if not as_json <= set(table.column_names):
         raise ValueError("roastcoffea.records: json_columns names a column the table lacks")
@@ -105,6 +97,20 @@ def records_from_arrow(table: pa.Table) -> list[dict[str, Any]]:
     return records
 
 
+def _described(table: pa.Table) -> dict[str, Any]:
+    """The file's own description of its records (``roastcoffea.records``), checked."""
+    metadata = table.schema.metadata or {}
+    if RECORDS_KEY not in metadata:
+        raise ValueError("not a table of roastcoffea records (no roastcoffea.records metadata)")
+    described = json.loads(metadata[RECORDS_KEY])
+    shapes = {"envelope": dict, "json_columns": list, "irregular": list}
+    if not isinstance(described, dict) or not all(
+        isinstance(described.get(key), kind) for key, kind in shapes.items()
+    ):
+        raise ValueError("roastcoffea.records: not an object of envelope, json_columns, irregular")
+    return described
+
+
 def write_parquet(records: Sequence[Mapping[str, Any]]) -> bytes:
     """The records as a Parquet file's bytes (zstd-compressed columns)."""
     import pyarrow.parquet as pq
@@ -114,15 +120,43 @@ def write_parquet(records: Sequence[Mapping[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def read_parquet(data: bytes) -> list[dict[str, Any]]:
-    """The records of a Parquet file written by :func:`write_parquet`."""
+def read_parquet(data: bytes, limit: int) -> list[dict[str, Any]]:
+    """The records of a Parquet file written by :func:`write_parquet`.
+
+    The file may come from anywhere: what it decodes to is bounded by ``limit``
+    bytes of Python records, checked before it is decoded
+    (:mod:`roastcoffea.formats.parquet_bounds`).
+
+    Raises
+    ------
+    roastcoffea.formats.parquet_bounds.Refused
+        For a file beyond the limit or of columns roastcoffea does not write.
+    ValueError
+        For a file that is not one of records (Arrow's errors among them).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from roastcoffea.formats import parquet_bounds as bounds
+
+    source = pa.BufferReader(data)
+    file = pq.ParquetFile(source, thrift_container_size_limit=bounds.MAX_FOOTER_ITEMS)
+    bounds.check_footer(file, limit)
+    schema = file.schema_arrow
+    file = pq.ParquetFile(
+        source,
+        read_dictionary=bounds.string_columns(file),
+        thrift_container_size_limit=bounds.MAX_FOOTER_ITEMS,
+    )
     # One thread: a read on Arrow's thread pool from memory left that pool's threads
     # joinable at interpreter exit, which then aborted ("terminate called without an
     # active exception") about one exit in three.
-    return records_from_arrow(pq.read_table(pa.BufferReader(data), use_threads=False))
+    table = file.read(use_threads=False)
+    described = _described(table)
+    bounds.check_decoded(table, len(described["envelope"]), set(described["json_columns"]), limit)
+    # Within the limit: the strings are decoded in Arrow, where making them Python
+    # objects is eight times faster than from a dictionary.
+    return records_from_arrow(table.cast(schema))
 
 
 # ---- types --------------------------------------------------------------------------
