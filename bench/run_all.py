@@ -28,7 +28,13 @@ QUESTIONS = {
         "chunk_helper_threads.py",
     ),
     "scheduler": ("scheduler_hook.py", "scheduler_insitu.py", "scheduler_overhead.py"),
-    "scale": ("scale_scheduler.py", "scale_runs.py", "scale_measurement.py"),
+    "scale": (
+        "scale_scheduler.py",
+        "scale_runs.py",
+        "run_memory.py",
+        "scale_measurement.py",
+        "exit_abort.py",
+    ),
     "exit": ("exit_latency.py", "exit_flush.py"),
     "memory": ("memory_series.py",),
 }
