@@ -149,11 +149,25 @@ def test_the_saved_chunk_records_are_a_parquet_file_read_back_exactly(
     assert same(dict(load_measurement(again)[0]), dict(metrics))
 
 
+def test_the_saved_phase_records_are_a_parquet_file_read_back_exactly(
+    measured: Measured,
+) -> None:
+    metrics = load_measurement(measured.path)[0]
+    assert load_metadata(measured.path)["phases_file"] == "phases.parquet"
+    records = measured.metrics["raw_phase_records"]
+    assert records and same(metrics["raw_phase_records"], records)
+    table = pq.read_table(measured.path / "phases.parquet")
+    assert table.num_rows == len(records)
+    assert table.column("task_key").to_pylist() == [r["task_key"] for r in records]
+    assert pa.types.is_struct(table.schema.field("wall").type)
+    assert '"raw_phase_records": null' in (measured.path / "metrics.json").read_text()
+
+
 def test_a_damaged_parquet_file_is_one_error_naming_it(measured: Measured, tmp_path: Path) -> None:
     metrics, t0, t1 = load_measurement(measured.path)
     path = save_measurement(dict(metrics), t0, t1, tmp_path, "damaged")
     (path / "chunks.parquet").write_bytes(b"PAR1 not really")
-    with pytest.raises(DecodeError, match=r"chunks\.parquet: not a file of chunk records"):
+    with pytest.raises(DecodeError, match=r"chunks\.parquet: not a file of records"):
         load_measurement(path)
 
 

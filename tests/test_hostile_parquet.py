@@ -57,21 +57,19 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def with_chunks(source: Path, data: bytes, into: Path) -> Path:
-    """A copy of the measurement ``source`` whose chunk records are ``data``."""
+def with_chunks(source: Path, data: bytes, into: Path, name: str = "chunks.parquet") -> Path:
+    """A copy of the measurement ``source`` whose chunk (or phase) records are ``data``."""
     target = into / "m"
     shutil.copytree(source, target)
-    (target / "chunks.parquet").write_bytes(data)
-    metrics = json.loads((target / "metrics.json").read_text())
-    metrics["metrics"]["raw_chunk_metrics"] = None
-    (target / "metrics.json").write_text(json.dumps(metrics))
+    (target / name).write_bytes(data)
     return target
 
 
 @pytest.fixture(scope="module")
 def saved(measured: Measured) -> Path:
-    """The shared measurement, which keeps its chunk records in chunks.parquet."""
-    assert json.loads((measured.path / "metadata.json").read_text())["chunks_file"]
+    """The shared measurement, which keeps its chunk and phase records in Parquet files."""
+    metadata = json.loads((measured.path / "metadata.json").read_text())
+    assert metadata["chunks_file"] and metadata["phases_file"]
     return measured.path
 
 
@@ -92,6 +90,13 @@ def test_a_bomb_is_refused_in_one_line_before_it_is_decoded(
     assert len(lines) == 1, run.stderr
     assert f"{directory / 'chunks.parquet'}: " in lines[0] and says in lines[0], lines[0]
     assert measured["growth"] < PEAK_GROWTH, f"{measured['growth']:,} bytes"
+
+
+def test_the_phase_records_are_held_to_the_same_bound(saved: Path, tmp_path: Path) -> None:
+    make, says = BOMBS["dictionary bomb"]
+    directory = with_chunks(saved, make(), tmp_path, "phases.parquet")
+    with pytest.raises(DecodeError, match=rf"phases\.parquet: {says}"):
+        load_measurement(directory)
 
 
 def test_the_limit_is_a_setting(saved: Path, tmp_path: Path) -> None:

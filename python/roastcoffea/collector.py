@@ -46,9 +46,9 @@ from roastcoffea._gc import paused as paused_gc
 from roastcoffea.block import SPAN_NAME, Block, CollectedRun
 from roastcoffea.compat_0_1_2.collector import CollectorApi012
 from roastcoffea.measurement import (
-    CHUNKS_FILE,
     NATIVE_STATE_FILE,
     measurement_metadata,
+    record_files,
     unused_name,
 )
 from roastcoffea.measurement import save_measurement as _save_measurement
@@ -405,7 +405,7 @@ class MetricsCollector(CollectorApi012, AbstractContextManager):
             run.t_start,
             run.t_end,
             native_file=NATIVE_STATE_FILE if saved and run.native_state else None,
-            chunks_file=CHUNKS_FILE if saved and (saved / CHUNKS_FILE).exists() else None,
+            **record_files(saved),
             extra=run.metadata(self._settings()),
         )
         return write_report(path, metrics, metadata, t0=run.t_start, t1=run.t_end, title=title)

@@ -6,11 +6,12 @@ A measurement is a directory ``<output_dir>/<name>/`` holding
     The metrics dictionary as tagged JSON (:mod:`roastcoffea.formats.tagged_json`):
     tuple keys, tuples, timezone-aware datetimes, NaN and infinities and bytes
     come back as they were. Nothing is pickled.
-``chunks.parquet``
-    The chunk records (``raw_chunk_metrics``), one row per chunk, a column per
+``chunks.parquet``, ``phases.parquet``
+    The chunk records (``raw_chunk_metrics``) and the phase records
+    (``raw_phase_records``), one row per chunk or measured task, a column per
     field (:mod:`roastcoffea.formats.parquet`): read them with pandas or pyarrow
     directly. Written when pyarrow is installed and there are records; they
-    are then null in ``metrics.json`` and ``metadata.json`` names the file.
+    are then null in ``metrics.json`` and ``metadata.json`` names the files.
 ``native_state.json``
     The native engine's tables behind the metrics (workers, tasks, digests, spans,
     series; the records are in ``metrics.json``), when the caller gives them:
@@ -67,10 +68,17 @@ TIMES_FILE = "start_end_time.txt"
 CONFIG_FILE = "config.json"
 NATIVE_STATE_FILE = "native_state.json"
 CHUNKS_FILE = "chunks.parquet"
+PHASES_FILE = "phases.parquet"
+#: The records kept as Parquet: metrics key -> (file, the metadata key naming it).
+RECORD_FILES = {
+    "raw_chunk_metrics": (CHUNKS_FILE, "chunks_file"),
+    "raw_phase_records": (PHASES_FILE, "phases_file"),
+}
 #: Every file a measurement may hold; an overwrite removes them all first.
 FILES = (
     METRICS_FILE,
     CHUNKS_FILE,
+    PHASES_FILE,
     METADATA_FILE,
     TIMES_FILE,
     CONFIG_FILE,
@@ -83,8 +91,8 @@ VERSIONED_PACKAGES = ("roastcoffea", "dask", "distributed", "coffea", "uproot", 
 _NAME = re.compile(r"^[^/\\\x00]+$")
 
 
-def _chunks_parquet(records: Any) -> bytes | None:
-    """The chunk records as Parquet bytes; None without records or without pyarrow."""
+def _records_parquet(records: Any) -> bytes | None:
+    """Chunk or phase records as Parquet bytes; None without records or without pyarrow."""
     if not isinstance(records, list) or not records:
         return None
     try:
@@ -94,7 +102,7 @@ def _chunks_parquet(records: Any) -> bytes | None:
     except ImportError:
         return None
     except Exception as exc:  # a record Arrow cannot hold: it stays in metrics.json
-        logger.warning("roastcoffea: chunk records kept in JSON: %s: %s", type(exc).__name__, exc)
+        logger.warning("roastcoffea: records kept in JSON: %s: %s", type(exc).__name__, exc)
         return None
 
 
@@ -173,6 +181,7 @@ def measurement_metadata(
     *,
     native_file: str | None = None,
     chunks_file: str | None = None,
+    phases_file: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``metadata.json`` content of a measurement (also shown by the HTML report).
@@ -185,8 +194,9 @@ def measurement_metadata(
         Wall-clock start and end, seconds since the Unix epoch.
     native_file : str, optional
         Name of the native data file saved with the measurement.
-    chunks_file : str, optional
-        Name of the Parquet file of the chunk records, when they are in one.
+    chunks_file, phases_file : str, optional
+        Names of the Parquet files of the chunk and phase records, when they are
+        in one.
     extra : mapping, optional
         Entries added after the standard ones (e.g. ``{"cluster": {...}}``).
 
@@ -215,12 +225,22 @@ def measurement_metadata(
         "versions": _package_versions(),
         "native_file": native_file,
         "chunks_file": chunks_file,
+        "phases_file": phases_file,
     }
     clash = set(extra or ()) & set(meta)
     if clash:
         raise ValueError(f"metadata may not replace {sorted(clash)}")
     meta.update(extra or {})
     return meta
+
+
+def record_files(directory: Path | None) -> dict[str, str | None]:
+    """The Parquet files of records ``directory`` holds, as :func:`measurement_metadata`'s
+    ``chunks_file`` and ``phases_file``."""
+    return {
+        named_by: name if directory is not None and (directory / name).exists() else None
+        for name, named_by in RECORD_FILES.values()
+    }
 
 
 def save_measurement(
@@ -288,9 +308,12 @@ def save_measurement(
     # Encode everything before touching the disk, so a bad value leaves nothing behind.
     # No indent for the metrics: json's C encoder only writes compact text, and the
     # per-chunk records make this file large.
-    chunks = _chunks_parquet(metrics.get("raw_chunk_metrics"))
-    if chunks is not None:  # their place in metrics.json kept, empty
-        metrics = {**metrics, "raw_chunk_metrics": None}
+    parquet = {}
+    for key, (name, _) in RECORD_FILES.items():
+        data = _records_parquet(metrics.get(key))
+        if data is not None:  # their place in metrics.json kept, empty
+            parquet[name] = data
+            metrics = {**metrics, key: None}
     with paused_gc():
         metrics_text = json.dumps(
             {
@@ -308,7 +331,8 @@ def save_measurement(
         t0,
         t1,
         native_file=native_file,
-        chunks_file=None if chunks is None else CHUNKS_FILE,
+        chunks_file=CHUNKS_FILE if CHUNKS_FILE in parquet else None,
+        phases_file=PHASES_FILE if PHASES_FILE in parquet else None,
         extra=metadata,
     )
     meta_text = json.dumps(to_tagged_json(meta), allow_nan=False, indent=1)
@@ -320,8 +344,8 @@ def save_measurement(
     for name in existing:
         (path / name).unlink()
     _write_text(path / METRICS_FILE, metrics_text)
-    if chunks is not None:
-        _write_bytes(path / CHUNKS_FILE, chunks)
+    for name, data in parquet.items():
+        _write_bytes(path / name, data)
     if native_state is not None:
         _write_text(path / NATIVE_STATE_FILE, native_state)
     if config_text is not None:
@@ -492,8 +516,9 @@ def load_measurement(
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
-    if metadata.get("chunks_file") == CHUNKS_FILE and metrics.get("raw_chunk_metrics") is None:
-        metrics["raw_chunk_metrics"] = _read_chunks(directory)
+    for key, (name, named_by) in RECORD_FILES.items():
+        if metadata.get(named_by) == name and metrics.get(key) is None:
+            metrics[key] = _read_records(directory, name)
     check_metrics(metrics, str(path))
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
         raise DecodeError(
@@ -503,10 +528,10 @@ def load_measurement(
     return MetricsDict(metrics), t0, t1
 
 
-def _read_chunks(directory: Path) -> list[dict[str, Any]]:
-    """The chunk records of ``chunks.parquet``."""
-    path = directory / CHUNKS_FILE
-    data = read_member(directory, CHUNKS_FILE)
+def _read_records(directory: Path, name: str) -> list[dict[str, Any]]:
+    """The records of the Parquet file ``name``."""
+    path = directory / name
+    data = read_member(directory, name)
     from roastcoffea.formats.parquet import read_parquet
     from roastcoffea.formats.parquet_bounds import Refused
 
@@ -517,12 +542,10 @@ def _read_chunks(directory: Path) -> list[dict[str, Any]]:
         raise DecodeError(f"{path}: {exc}") from None
     except ImportError:
         raise DecodeError(
-            f"{path}: reading the chunk records needs pyarrow: pip install 'roastcoffea[plot]'"
+            f"{path}: reading the records needs pyarrow: pip install 'roastcoffea[plot]'"
         ) from None
     except Exception as exc:  # whatever a damaged file makes Arrow raise
-        raise DecodeError(
-            f"{path}: not a file of chunk records: {type(exc).__name__}: {exc}"
-        ) from None
+        raise DecodeError(f"{path}: not a file of records: {type(exc).__name__}: {exc}") from None
 
 
 def load_native(measurement_path: Path | str) -> dict[str, Any] | None:

@@ -615,6 +615,7 @@ METADATA = fields(
         "versions": optional(mapping(text, some_text)),
         "native_file": some_text,
         "chunks_file": some_text,
+        "phases_file": some_text,
         "cluster": optional(mapping(text, plain)),
         "span": optional(mapping(text, plain)),
         "settings": optional(mapping(text, plain)),

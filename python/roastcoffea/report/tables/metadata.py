@@ -17,6 +17,7 @@ _MEASUREMENT_KEYS = (
     ("Saved (UTC)", "saved_utc"),
     ("Native Data File", "native_file"),
     ("Chunk Records File", "chunks_file"),
+    ("Phase Records File", "phases_file"),
     ("Layout", "format"),
     ("Schema Version", "schema_version"),
 )
