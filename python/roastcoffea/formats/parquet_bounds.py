@@ -119,9 +119,26 @@ def decoded_bytes(table: pa.Table, envelope: int, json_columns: Set[str]) -> int
     """
     size = table.num_rows * 2 * (DICT_BYTES + KEY_BYTES * (table.num_columns + envelope))
     for name in table.column_names:
-        factor = JSON_EXPANSION if name in json_columns else 1
-        size += factor * sum(_array_bytes(chunk) for chunk in table.column(name).chunks)
+        for chunk in table.column(name).chunks:
+            size += _json_bytes(chunk) if name in json_columns else _array_bytes(chunk)
     return size
+
+
+def _json_bytes(array: pa.Array) -> int:
+    """What a column of tagged JSON text parses into: its texts and their objects."""
+    return len(array) * STRING_BYTES + _characters(array) * (1 + JSON_EXPANSION)
+
+
+def _characters(array: pa.Array) -> int:
+    """The characters of a string array's values, a dictionary's counted as often as named."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(array.type):
+        lengths = pc.take(pc.binary_length(array.dictionary), array.indices)
+    else:
+        lengths = pc.binary_length(array)
+    return pc.sum(lengths).as_py() or 0
 
 
 def _check_type(kind: pa.DataType, path: str) -> None:
@@ -143,15 +160,11 @@ def _check_type(kind: pa.DataType, path: str) -> None:
 def _array_bytes(array: pa.Array) -> int:
     """The Python objects ``array.to_pylist()`` makes, in bytes (an estimate from above)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = len(array)
     kind = array.type
-    if pa.types.is_dictionary(kind):
-        lengths = pc.take(pc.binary_length(array.dictionary), array.indices)
-        return n * STRING_BYTES + (pc.sum(lengths).as_py() or 0)
-    if pa.types.is_string(kind):
-        return n * STRING_BYTES + (pc.sum(pc.binary_length(array)).as_py() or 0)
+    if pa.types.is_dictionary(kind) or pa.types.is_string(kind):
+        return n * STRING_BYTES + _characters(array)
     if pa.types.is_list(kind):
         values = array.flatten()
         return n * LIST_BYTES + len(values) * POINTER_BYTES + _array_bytes(values)
