@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from roastcoffea.formats.parquet import (
     records_to_arrow,
     write_parquet,
 )
+from roastcoffea.formats.tagged_json import to_tagged_json
 from roastcoffea.measurement import load_metadata
 
 #: What the records may take in Python: the packaged default.
@@ -161,6 +163,23 @@ def test_the_saved_phase_records_are_a_parquet_file_read_back_exactly(
     assert table.column("task_key").to_pylist() == [r["task_key"] for r in records]
     assert pa.types.is_struct(table.schema.field("wall").type)
     assert '"raw_phase_records": null' in (measured.path / "metrics.json").read_text()
+
+
+def test_a_measurement_with_its_phase_records_in_json_still_loads(
+    measured: Measured, tmp_path: Path
+) -> None:
+    """As saved before phases.parquet: the records in metrics.json, no phases_file."""
+    older = tmp_path / "older"
+    shutil.copytree(measured.path, older)
+    (older / "phases.parquet").unlink()
+    metadata = json.loads((older / "metadata.json").read_text())
+    del metadata["phases_file"]
+    (older / "metadata.json").write_text(json.dumps(metadata))
+    saved = json.loads((older / "metrics.json").read_text())
+    records = measured.metrics["raw_phase_records"]
+    saved["metrics"]["raw_phase_records"] = to_tagged_json(records)
+    (older / "metrics.json").write_text(json.dumps(saved))
+    assert same(load_measurement(older)[0]["raw_phase_records"], records)
 
 
 def test_a_damaged_parquet_file_is_one_error_naming_it(measured: Measured, tmp_path: Path) -> None:
