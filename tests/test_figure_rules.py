@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from distributed import Client
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.dates import ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -30,6 +31,7 @@ from measured_run import Measured
 
 from roastcoffea.demo.analysis import run_demo
 from roastcoffea.plots.catalog import applicable_plots
+from roastcoffea.plots.wall_split import TAIL_COLOR, TASK_COLOR, task_intervals
 from roastcoffea.units import format_time
 
 #: Labels of axes that count things.
@@ -146,10 +148,26 @@ def test_every_timeline_counts_seconds_from_the_block_s_start(
     (split,) = plot_axes(drawn["wall_split"])
     (phases,) = plot_axes(drawn["phase_timeline"])
     first = min(r["t_start"] for r in metrics["raw_phase_records"])
-    bars = [p.get_x() for p in split.patches if p.get_height() == pytest.approx(0.7)]
+    bars = [path.vertices[:, 0].min() for c in split.collections for path in c.get_paths()]
     assert min(bars) == pytest.approx(first - metrics["time_origin"], abs=1e-6)
     starts = [path.vertices[:, 0].min() for c in phases.collections for path in c.get_paths()]
     assert min(starts) == pytest.approx(first - metrics["time_origin"], abs=1e-6)
+
+
+def test_the_wall_split_draws_each_task_once_and_the_tail_s_in_red(
+    shapes: dict[str, dict[str, Any]],
+) -> None:
+    metrics = shapes["demo"]
+    intervals = task_intervals(metrics)
+    tail_start = metrics["wall_split"]["tail"]["start"]
+    in_tail = sum(stop > tail_start for _, stop, _, _ in intervals)
+    (split,) = plot_axes(dict(figures(metrics))["wall_split"])
+    drawn = {
+        to_hex(c.get_facecolor()[0]): len(c.get_paths()) for c in split.collections if c.get_paths()
+    }
+    expected = {to_hex(TASK_COLOR): len(intervals) - in_tail, to_hex(TAIL_COLOR): in_tail}
+    assert drawn == {color: n for color, n in expected.items() if n}
+    assert sum(drawn.values()) == len(intervals) > 0
 
 
 def test_every_worker_thread_keeps_its_lane(shapes: dict[str, dict[str, Any]]) -> None:

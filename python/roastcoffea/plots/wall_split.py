@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from roastcoffea.metrics.wall_split import SOURCES
@@ -72,6 +75,28 @@ def worker_threads(metrics: Mapping[str, Any]) -> dict[str, int]:
     return threads
 
 
+def _draw_tasks(
+    ax: Axes,
+    intervals: list[tuple[float, float, str, Any]],
+    rows: list[int],
+    origin: float,
+    tail_start: float,
+) -> None:
+    """The tasks as boxes 0.7 high on their rows, one collection per colour: a patch per
+    task would take minutes to draw for 10^5 tasks."""
+    starts = np.array([i[0] for i in intervals], dtype=float) - origin
+    stops = np.array([i[1] for i in intervals], dtype=float) - origin
+    lanes = np.array(rows, dtype=float)
+    tail = stops > tail_start - origin
+    for color, chosen in ((TASK_COLOR, ~tail), (TAIL_COLOR, tail)):
+        x0, x1 = starts[chosen], stops[chosen]
+        y0, y1 = lanes[chosen] - 0.35, lanes[chosen] + 0.35
+        boxes = np.stack([np.column_stack(c) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
+        ax.add_collection(
+            PolyCollection(list(boxes), facecolors=color, edgecolors="white", linewidths=0.5)
+        )
+
+
 @figure(figsize=(12, 5), title="Where the Wall Time Went", needs="wall_split")
 def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> FigureAxes:
     """The processor tasks as bars on their worker's threads, over the collector's block.
@@ -92,9 +117,7 @@ def plot_wall_split(metrics: dict[str, Any], figsize: Size, title: str) -> Figur
         begin, end = split[stage]["start"] - origin, split[stage]["end"] - origin
         if end > begin:
             ax.axvspan(begin, end, color=color, alpha=0.6, lw=0, zorder=0)
-    for (start, stop, _, _), row in zip(intervals, rows, strict=True):
-        color = TAIL_COLOR if stop > tail_start else TASK_COLOR
-        ax.barh(row, stop - start, left=start - origin, height=0.7, color=color, edgecolor="white")
+    _draw_tasks(ax, intervals, rows, origin, tail_start)
     label_axes(ax, "seconds since the block's start", "thread (by worker)", title, grid="x")
     count_axis(ax)
     ax.set_ylim(count - 0.5, -0.5)
