@@ -18,6 +18,8 @@ from roastcoffea.plots._types import FigureAxes, Size
 STAGE_COLORS = {"startup": "#c7c7c7", "steady": "#ffffff", "tail": "#f7b6b6", "finish": "#c7c7c7"}
 STAGE_NAMES = {"startup": "start-up, finish", "tail": "tail"}
 TASK_COLOR, TAIL_COLOR = COLORS[0], COLORS[3]
+#: Most tasks drawn with an edge each.
+EDGED_TASKS = 200
 
 
 def task_intervals(metrics: Mapping[str, Any]) -> list[tuple[float, float, str, Any]]:
@@ -88,13 +90,13 @@ def _draw_tasks(
     stops = np.array([i[1] for i in intervals], dtype=float) - origin
     lanes = np.array(rows, dtype=float)
     tail = stops > tail_start - origin
+    # A white edge parts neighbouring tasks; past a few hundred it would paint over them.
+    edges = {"edgecolors": "white", "linewidths": 0.5 if len(intervals) <= EDGED_TASKS else 0}
     for color, chosen in ((TASK_COLOR, ~tail), (TAIL_COLOR, tail)):
         x0, x1 = starts[chosen], stops[chosen]
         y0, y1 = lanes[chosen] - 0.35, lanes[chosen] + 0.35
         boxes = np.stack([np.column_stack(c) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
-        ax.add_collection(
-            PolyCollection(list(boxes), facecolors=color, edgecolors="white", linewidths=0.5)
-        )
+        ax.add_collection(PolyCollection(list(boxes), facecolors=color, zorder=2, **edges))
 
 
 @figure(figsize=(12, 5), title="Where the Wall Time Went", needs="wall_split")
