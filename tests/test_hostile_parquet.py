@@ -26,6 +26,8 @@ import dask
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from measured_run import Measured
 from parquet_bombs import BOMBS, json_bomb
 
@@ -142,6 +144,40 @@ def test_what_is_accepted_costs_no_more_than_its_estimate() -> None:
         assert records and peak <= estimate, (peak, estimate)
         with pytest.raises(parquet_bounds.Refused):
             read_parquet(data, estimate - 1)
+
+
+FUZZ = settings(
+    max_examples=int(os.environ.get("ROASTCOFFEA_FUZZ_EXAMPLES", "150")),
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+#: A byte's position (modulo the file's size) and the bits to flip in it.
+FLIP = st.tuples(st.integers(min_value=0), st.integers(1, 255))
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(["chunks.parquet", "phases.parquet"]),
+    flips=st.lists(FLIP, min_size=1, max_size=8),
+)
+def test_flipped_bytes_load_or_are_refused_in_one_line(
+    saved: Path, tmp_path_factory: pytest.TempPathFactory, name: str, flips: list[tuple[int, int]]
+) -> None:
+    """Whatever bytes of a Parquet file are changed: its records load, or the load is one
+    DecodeError naming the file, never another exception."""
+    data = bytearray((saved / name).read_bytes())
+    for at, mask in flips:
+        data[at % len(data)] ^= mask
+    note(f"{name}: {flips}")
+    directory = with_chunks(saved, bytes(data), tmp_path_factory.mktemp("flipped"), name)
+    try:
+        load_measurement(directory)
+    except DecodeError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(directory / name)), exc
 
 
 def thread_count() -> int:

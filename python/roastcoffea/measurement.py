@@ -544,8 +544,9 @@ def _read_records(directory: Path, name: str) -> list[dict[str, Any]]:
         raise DecodeError(
             f"{path}: reading the records needs pyarrow: pip install 'roastcoffea[plot]'"
         ) from None
-    except Exception as exc:  # whatever a damaged file makes Arrow raise
-        raise DecodeError(f"{path}: not a file of records: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # whatever a damaged file makes Arrow raise, on one line
+        said = " ".join(str(exc).split())
+        raise DecodeError(f"{path}: not a file of records: {type(exc).__name__}: {said}") from None
 
 
 def load_native(measurement_path: Path | str) -> dict[str, Any] | None:
