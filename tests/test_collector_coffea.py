@@ -229,6 +229,7 @@ def test_save_and_load_restore_the_metrics(runs: dict[str, Any], tmp_path: Path)
         "start_end_time.txt",
         "native_state.json",
         "chunks.parquet",
+        "phases.parquet",
     }
     native = load_native(path)
     for table in ("workers", "tasks", "digests", "spans", "series", "counters"):
