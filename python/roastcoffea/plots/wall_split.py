@@ -91,12 +91,14 @@ def _draw_tasks(
     lanes = np.array(rows, dtype=float)
     tail = stops > tail_start - origin
     # A white edge parts neighbouring tasks; past a few hundred it would paint over them.
-    edges = {"edgecolors": "white", "linewidths": 0.5 if len(intervals) <= EDGED_TASKS else 0}
+    edge = 0.5 if len(intervals) <= EDGED_TASKS else 0.0
     for color, chosen in ((TASK_COLOR, ~tail), (TAIL_COLOR, tail)):
         x0, x1 = starts[chosen], stops[chosen]
         y0, y1 = lanes[chosen] - 0.35, lanes[chosen] + 0.35
         boxes = np.stack([np.column_stack(c) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
-        ax.add_collection(PolyCollection(list(boxes), facecolors=color, zorder=2, **edges))
+        drawn = PolyCollection(list(boxes), facecolors=color, edgecolors="white", linewidths=edge)
+        drawn.set_zorder(2)
+        ax.add_collection(drawn)
 
 
 @figure(figsize=(12, 5), title="Where the Wall Time Went", needs="wall_split")
