@@ -113,6 +113,10 @@ void roastpy_span_lookup_clear(roastpy_span_lookup *lookup);
  * no time of its own), and the self-report on its own. */
 PyObject *roastpy_agg_to_dict(const roast_agg *agg, double taken_at);
 PyObject *roastpy_counters_dict(const roast_agg *agg);
+/* The records of the given spans as the snapshot lists them; *last is raised
+ * to the newest one's number (roast_record.number). */
+PyObject *roastpy_records_of(const roast_agg *agg, const roast_id *spans, size_t nspans,
+                             uint64_t *last);
 /* {(worker or prefix, activity, unit): value} of one context's digests,
  * summed over spans (roast_agg_each_digest_group). */
 PyObject *roastpy_digest_totals(const roast_agg *agg, roast_id context, roast_digest_field by);

@@ -1,9 +1,10 @@
-"""No run loses its records to another's: records no live collector collects are kept apart.
+"""No run loses its records to another's, nor to its own length.
 
-The scheduler's record store holds a collected run's records until its collector's exit,
-whatever else arrives; records of spans nobody collects live in a quarter of the store of
-their own and expire; a run whose client died is released. Real coffea on the CMS files,
-real worker processes.
+A collector takes its run's records from the scheduler while the run goes on, so a run
+that sends more than the whole record store keeps every record; until taken, a collected
+run's records stay whatever else arrives; records of spans nobody collects live in a
+quarter of the store of their own and expire; a run whose client died is released. Real
+coffea on the CMS files, real worker processes.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from measured_run import MeasuredProcessor, cms_fileset, dask_runner
 from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector, RoastPlugin
-from roastcoffea.plugin import snapshot
-from roastcoffea.plugin.protocol import PLUGIN_NAME
+from roastcoffea.plugin import flush, snapshot
+from roastcoffea.plugin.client.calls import call_handler
+from roastcoffea.plugin.protocol import PLUGIN_NAME, RECORDS_HANDLER
 
 pytestmark = pytest.mark.cluster
 
@@ -43,6 +45,18 @@ def queue_uncollected(marker: bytes, size: int) -> bool:
 def held(client: Client, marker: bytes) -> int:
     """The records holding ``marker`` that the scheduler keeps (no flush, no release)."""
     return sum(r["data"].startswith(marker) for r in snapshot(client, flush=False)["records"])
+
+
+def queue_in_run(marker: bytes, size: int) -> bool:
+    """A record made by this task, in its run's span."""
+    worker = get_worker()
+    span = worker.state.tasks[worker.get_current_task()].span_id
+    return worker.plugins[PLUGIN_NAME].queue_record(marker + b"." * size, span)
+
+
+def held_bytes(dask_scheduler: Any) -> int:
+    """Bytes of records the scheduler's store holds."""
+    return int(dask_scheduler.plugins[PLUGIN_NAME].aggregator.record_bytes)
 
 
 def store(dask_scheduler: Any) -> dict[str, int]:
@@ -92,6 +106,77 @@ def test_a_flood_of_uncollected_records_takes_nothing_from_a_collected_run(
     assert held(client, b"flood") <= 16
 
 
+def test_a_run_that_sends_more_than_the_store_keeps_every_record(
+    fresh: Client, cms_data: Path
+) -> None:
+    """120 MiB of the run's own records pass through the 64 MiB store, in batches small
+    enough for it; the collector's stream takes each batch before the next is sent."""
+    client = fresh
+    batches, per_batch = 15, 8
+    with (
+        dask.config.set({"roastcoffea.record-stream-interval": "200ms"}),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with MetricsCollector(client, live=False) as mc:
+            _, report = dask_runner(client)(
+                cms_fileset(cms_data), MeasuredProcessor(), treename="Events"
+            )
+            for _ in range(batches):
+                sent = client.map(queue_in_run, [b"big"] * per_batch, [MIB] * per_batch, pure=False)
+                assert all(client.gather(sent))
+                emptied = wait_for(
+                    lambda: client.run_on_scheduler(held_bytes),
+                    lambda held: held < MIB,
+                    timeout=60,
+                )
+                assert emptied < MIB
+            mc.set_coffea_report(report)
+    metrics = mc.get_metrics()
+    monitoring = metrics["monitoring"]
+    # every big record reached the collector (undecodable, so skipped by the decode)
+    assert monitoring["records_skipped"] == batches * per_batch
+    assert monitoring["run_records_dropped"] == 0
+    assert monitoring["records_streamed"] >= batches * per_batch
+    assert metrics["num_chunks"] == report["chunks"]
+    assert metrics["record_coverage"]["complete"] is True
+    assert client.run_on_scheduler(store)["records_dropped"] == 0
+    assert client.run_on_scheduler(held_bytes) == 0  # the exit released the rest
+
+
+def test_a_reply_lost_on_its_way_loses_no_record(
+    make_cluster: Callable[..., tuple[LocalCluster, Client]],
+) -> None:
+    """The stream's handler drops a record only once a later call acknowledges it, and
+    only for the client that declared the run."""
+    cluster, client = make_cluster()
+    client.register_plugin(RoastPlugin(live=False))
+    with (
+        dask.config.set({"roastcoffea.record-stream-interval": "1h"}),  # the test calls
+        MetricsCollector(client, live=False) as mc,
+    ):
+        sent = client.map(queue_in_run, [b"mine"] * 3, [10] * 3, pure=False)
+        assert all(client.gather(sent))
+        flush(client)
+        run = {"span_id": mc.span_id, "tag": mc.name, "client_id": client.id}
+        first = call_handler(client, RECORDS_HANDLER, **run)
+        again = call_handler(client, RECORDS_HANDLER, **run)
+        assert first["streamed"] is True and len(first["records"]) == 3
+        assert again == first  # the first reply "lost": everything sent again
+        with (
+            Client(cluster) as other,
+            pytest.raises(ValueError, match="not the client that declared"),
+        ):
+            call_handler(other, RECORDS_HANDLER, **{**run, "client_id": other.id})
+        with pytest.raises(ValueError, match="acked must be a record number"):
+            call_handler(client, RECORDS_HANDLER, **run, acked=-1)
+        taken = call_handler(client, RECORDS_HANDLER, **run, acked=first["last"])
+        assert list(taken["records"]) == [] and taken["last"] == first["last"]
+    # acknowledged, so dropped: the exit's snapshot did not carry them again
+    assert mc.run.records_skipped == 0
+    assert client.run_on_scheduler(held_bytes) == 0
+
+
 def test_uncollected_records_expire(
     make_cluster: Callable[..., tuple[LocalCluster, Client]],
 ) -> None:
@@ -111,7 +196,8 @@ def test_a_run_whose_client_died_is_released(
     client.register_plugin(RoastPlugin(live=False, interval=0.2))
     gone = Client(cluster)
     collector = MetricsCollector(gone, live=False)
-    collector.__enter__()
+    with dask.config.set({"roastcoffea.record-stream-interval": "1h"}):  # all stay held
+        collector.__enter__()
     span_id = collector.span_id
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

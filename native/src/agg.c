@@ -77,6 +77,7 @@ struct roast_agg {
     size_t nrecords, records_alloc;
     size_t record_bytes;      /* counted against limits.record_cap_bytes */
     size_t uncollected_bytes; /* of them, records no collector collects */
+    uint64_t last_record;     /* roast_record.number of the newest */
     span_drops_row *span_drops;
     roast_agg_counters counters;
     bool restored;           /* report figures come from source below */
@@ -602,6 +603,7 @@ static roast_status record_append(roast_agg *agg, roast_id worker, roast_id span
     r->worker = worker;
     r->span = span;
     r->seq = seq;
+    r->number = ++agg->last_record;
     r->time = time;
     r->data.ptr = copy;
     r->data.len = len;
@@ -678,23 +680,44 @@ static int cmp_span(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans)
+/* A sorted copy of spans for bsearch; NULL when there are none or no memory. */
+static roast_id *spans_sorted(const roast_id *spans, size_t nspans)
 {
-    if (!agg || !nspans || !spans)
-        return 0;
-    roast_id *sorted = malloc(nspans * sizeof *sorted);
+    roast_id *sorted = nspans && spans ? malloc(nspans * sizeof *sorted) : NULL;
     if (!sorted)
-        return 0; /* nothing released: the records stay until they age out */
+        return NULL;
     memcpy(sorted, spans, nspans * sizeof *sorted);
     qsort(sorted, nspans, sizeof *sorted, cmp_span);
+    return sorted;
+}
+
+static bool span_in(const roast_id *sorted, size_t nspans, roast_id span)
+{
+    return bsearch(&span, sorted, nspans, sizeof *sorted, cmp_span) != NULL;
+}
+
+/* Frees the records of the sorted spans numbered up to `upto`; returns how many. */
+static size_t records_free_of(roast_agg *agg, const roast_id *sorted, size_t nspans, uint64_t upto)
+{
     size_t kept = 0;
     for (size_t i = 0; i < agg->nrecords; i++) {
         roast_record *r = &agg->records[i];
-        if (bsearch(&r->span, sorted, nspans, sizeof *sorted, cmp_span))
+        if (r->number <= upto && span_in(sorted, nspans, r->span))
             record_free(agg, r);
         else
             agg->records[kept++] = *r;
     }
+    size_t freed = agg->nrecords - kept;
+    agg->nrecords = kept;
+    return freed;
+}
+
+size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans)
+{
+    roast_id *sorted = agg ? spans_sorted(spans, nspans) : NULL;
+    if (!sorted)
+        return 0; /* nothing released: the records stay until they age out */
+    size_t released = records_free_of(agg, sorted, nspans, UINT64_MAX);
     for (size_t i = 0; i < nspans; i++) {
         span_drops_row *row;
         HASH_FIND(hh, agg->span_drops, &sorted[i], sizeof sorted[i], row);
@@ -704,9 +727,33 @@ size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t n
         }
     }
     free(sorted);
-    size_t released = agg->nrecords - kept;
-    agg->nrecords = kept;
     return released;
+}
+
+size_t roast_agg_ack_records(roast_agg *agg, const roast_id *spans, size_t nspans, uint64_t acked)
+{
+    roast_id *sorted = agg && acked ? spans_sorted(spans, nspans) : NULL;
+    if (!sorted)
+        return 0; /* nothing acknowledged: the stream sends them again */
+    size_t freed = records_free_of(agg, sorted, nspans, acked);
+    free(sorted);
+    return freed;
+}
+
+int roast_agg_each_record_of(const roast_agg *agg, const roast_id *spans, size_t nspans,
+                             int (*visit)(void *ctx, const roast_record *record), void *ctx)
+{
+    if (!agg || !nspans)
+        return 0;
+    roast_id *sorted = spans_sorted(spans, nspans);
+    if (!sorted)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < agg->nrecords && rc == 0; i++)
+        if (span_in(sorted, nspans, agg->records[i].span))
+            rc = visit(ctx, &agg->records[i]);
+    free(sorted);
+    return rc;
 }
 
 size_t roast_agg_clear_records(roast_agg *agg)

@@ -667,6 +667,48 @@ static void test_release_records_of_spans(void)
     roast_agg_free(agg);
 }
 
+/* A stream sees its spans' records in arrival order, numbered; an
+ * acknowledgement drops those up to it and keeps their drop counts; an
+ * acknowledgement that never came drops nothing. */
+static void test_stream_acknowledges_records(void)
+{
+    roast_agg_limits lim;
+    roast_agg_limits_default(&lim);
+    lim.record_cap_bytes = 8 * (sizeof(roast_record) + 2);
+    roast_agg *agg = roast_agg_new(&lim, 0);
+    roast_id a = put(agg, "tcp://a"), run = put(agg, "run"), other = put(agg, "other");
+    roast_id mine[] = {run};
+    for (int i = 0; i < 10; i++) /* past the cap: the oldest dropped */
+        CHECK(roast_agg_add_sent_record(agg, a, i == 4 ? other : run, i, "ab", 2) == ROAST_OK);
+    uint64_t dropped = roast_agg_records_dropped_in(agg, mine, 1);
+    CHECK(dropped > 0);
+    record_list l = {0};
+    CHECK(roast_agg_each_record_of(agg, mine, 1, collect_record, &l) == 0);
+    CHECK(l.n > 1 && l.n < 10);
+    for (int i = 1; i < l.n; i++)
+        CHECK(l.r[i].number > l.r[i - 1].number && l.r[i].span == run);
+    uint64_t middle = l.r[l.n / 2].number, newest = l.r[l.n - 1].number;
+    CHECK_EQ_U(roast_agg_ack_records(agg, mine, 1, 0), 0); /* nothing received yet */
+    CHECK_EQ_U(roast_agg_ack_records(agg, mine, 1, middle), (uint64_t)(l.n / 2 + 1));
+    CHECK_EQ_U(roast_agg_ack_records(agg, mine, 1, middle), 0);
+    record_list rest = {0};
+    CHECK(roast_agg_each_record_of(agg, mine, 1, collect_record, &rest) == 0);
+    CHECK_EQ_U(rest.n, l.n - (l.n / 2 + 1));
+    CHECK(rest.n == 0 || rest.r[0].number > middle);
+    CHECK_EQ_U(roast_agg_ack_records(agg, mine, 1, newest), rest.n);
+    CHECK_EQ_U(roast_agg_records_dropped_in(agg, mine, 1), dropped); /* the exit reports them */
+    record_list theirs = {0};
+    roast_id others[] = {other};
+    CHECK(roast_agg_each_record_of(agg, others, 1, collect_record, &theirs) == 0);
+    CHECK(theirs.n <= 1);
+    CHECK(roast_agg_add_sent_record(agg, a, run, 11, "ab", 2) == ROAST_OK);
+    record_list next = {0};
+    CHECK(roast_agg_each_record_of(agg, mine, 1, collect_record, &next) == 0);
+    CHECK(next.n == 1 && next.r[0].number > newest);
+    CHECK(roast_agg_each_record_of(agg, NULL, 0, collect_record, &next) == 0);
+    roast_agg_free(agg);
+}
+
 typedef struct error_list {
     roast_id names[4];
     uint64_t counts[4];
@@ -754,6 +796,7 @@ int main(void)
     RUN(test_sent_records_are_kept_as_sent);
     RUN(test_full_record_store_drops_the_oldest);
     RUN(test_release_records_of_spans);
+    RUN(test_stream_acknowledges_records);
     RUN(test_uncollected_records_never_evict_collected_ones);
     RUN(test_collected_records_dropped_are_counted_per_span);
     RUN(test_uncollected_records_expire);

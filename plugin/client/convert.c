@@ -238,21 +238,70 @@ static int visit_span(void *arg, const roast_span_info *info)
     return rc;
 }
 
-static int visit_record(void *arg, const roast_record *r)
+/* Appends {"worker", "span", "seq", "time", "data"} of r to list. */
+static int append_record(PyObject *list, PyObject *worker, PyObject *span, const roast_record *r)
 {
-    convert_ctx *c = arg;
-    PyObject *worker = ctx_str(c, r->worker), *span = ctx_str(c, r->span);
     PyObject *row = worker && span ? PyDict_New() : NULL;
     int rc = !row || PyDict_SetItemString(row, "worker", worker) < 0 ||
                      PyDict_SetItemString(row, "span", span) < 0 ||
                      put_u64(row, "seq", r->seq) < 0 || put_f64(row, "time", r->time) < 0 ||
                      put(row, "data", PyBytes_FromStringAndSize(r->data.ptr,
                                                                 (Py_ssize_t)r->data.len)) < 0 ||
-                     PyList_Append(c->target, row) < 0
+                     PyList_Append(list, row) < 0
                  ? -1
                  : 0;
     Py_XDECREF(row);
     return rc;
+}
+
+static int visit_record(void *arg, const roast_record *r)
+{
+    convert_ctx *c = arg;
+    return append_record(c->target, ctx_str(c, r->worker), ctx_str(c, r->span), r);
+}
+
+/* A stream's batch: few records, few strings, so each string is made when it
+ * differs from the record before's (records come in runs of one worker and
+ * span), not cached for the whole table as a snapshot's are. */
+typedef struct batch_ctx {
+    const roast_intern *strings;
+    PyObject *list;
+    roast_id ids[2]; /* worker, span of the previous record */
+    PyObject *strs[2];
+    uint64_t last; /* the newest record's number */
+} batch_ctx;
+
+static PyObject *batch_str(batch_ctx *b, int slot, roast_id id)
+{
+    if (!b->strs[slot] || b->ids[slot] != id) {
+        Py_XDECREF(b->strs[slot]);
+        b->ids[slot] = id;
+        b->strs[slot] = roastpy_str(roast_intern_get(b->strings, id));
+    }
+    return b->strs[slot];
+}
+
+static int visit_batch_record(void *arg, const roast_record *r)
+{
+    batch_ctx *b = arg;
+    if (r->number > b->last)
+        b->last = r->number;
+    return append_record(b->list, batch_str(b, 0, r->worker), batch_str(b, 1, r->span), r);
+}
+
+PyObject *roastpy_records_of(const roast_agg *agg, const roast_id *spans, size_t nspans,
+                             uint64_t *last)
+{
+    batch_ctx b = {roast_agg_strings_const(agg), PyList_New(0), {0, 0}, {NULL, NULL}, *last};
+    if (b.list && roast_agg_each_record_of(agg, spans, nspans, visit_batch_record, &b) != 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_CLEAR(b.list);
+    }
+    Py_XDECREF(b.strs[0]);
+    Py_XDECREF(b.strs[1]);
+    *last = b.last;
+    return b.list;
 }
 
 static int visit_error(void *arg, roast_id name, uint64_t count)

@@ -441,6 +441,41 @@ static PyObject *agg_records_dropped_in(PyObject *op, PyObject *spans)
     return PyLong_FromUnsignedLongLong(dropped);
 }
 
+static PyObject *agg_ack_records(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *spans;
+    unsigned long long acked;
+    if (!PyArg_ParseTuple(args, "OK:ack_records", &spans, &acked))
+        return NULL;
+    roast_snapshot_filter filter;
+    roast_id *ids;
+    if (build_filter(self, spans, &filter, &ids) < 0)
+        return NULL;
+    size_t freed = roast_agg_ack_records(self->agg, filter.spans, filter.nspans, acked);
+    PyMem_Free(ids);
+    return PyLong_FromSize_t(freed);
+}
+
+/* A collector's stream: drops what it acknowledged, returns what is left of its spans. */
+static PyObject *agg_stream_records(PyObject *op, PyObject *args)
+{
+    Aggregator *self = (Aggregator *)op;
+    PyObject *spans;
+    unsigned long long acked;
+    if (!PyArg_ParseTuple(args, "OK:stream_records", &spans, &acked))
+        return NULL;
+    roast_snapshot_filter filter;
+    roast_id *ids;
+    if (build_filter(self, spans, &filter, &ids) < 0)
+        return NULL;
+    roast_agg_ack_records(self->agg, filter.spans, filter.nspans, acked);
+    uint64_t last = acked;
+    PyObject *records = roastpy_records_of(self->agg, filter.spans, filter.nspans, &last);
+    PyMem_Free(ids);
+    return records ? Py_BuildValue("(NK)", records, (unsigned long long)last) : NULL;
+}
+
 static PyObject *agg_expire_records(PyObject *op, PyObject *arg)
 {
     Aggregator *self = (Aggregator *)op;
@@ -649,6 +684,16 @@ static PyMethodDef agg_methods[] = {
      "Keeps a record a worker sent once on its event stream; False when refused\n"
      "at the byte cap or the string table (counted). A record no collector\n"
      "collects is held apart, in a quarter of the cap."},
+    {"ack_records", agg_ack_records, METH_VARARGS,
+     "ack_records($self, spans, acked, /)\n--\n\n"
+     "Drops the records of these spans numbered up to acked (their collector's\n"
+     "stream has them); returns how many. Drop counts stay."},
+    {"stream_records", agg_stream_records, METH_VARARGS,
+     "stream_records($self, spans, acked, /)\n--\n\n"
+     "A collector's stream during its run: drops the records of these spans\n"
+     "numbered up to acked (it has them), then returns (records, last): the rest\n"
+     "of theirs as the snapshot lists them, and the newest one's number (acked\n"
+     "when there is none). Drop counts stay for the exit."},
     {"expire_records", agg_expire_records, METH_O,
      "expire_records($self, before, /)\n--\n\n"
      "Releases the uncollected records received before `before`; returns how many."},
@@ -679,8 +724,16 @@ static PyMethodDef agg_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *agg_get_record_bytes(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyLong_FromSize_t(roast_agg_record_bytes(((Aggregator *)op)->agg));
+}
+
 static PyGetSetDef agg_getset[] = {
     {"counters", agg_get_counters, NULL, "The self-report (dict).", NULL},
+    {"record_bytes", agg_get_record_bytes, NULL,
+     "Bytes of records held, as counted against record_cap_bytes.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -69,6 +69,9 @@ class Aggregator:
         """The self-report (a snapshot's ``"counters"``), and ``ring_pushed``,
         ``ring_pending``, ``ring_capacity``."""
     @property
+    def record_bytes(self) -> int:
+        """Bytes of records held, as counted against ``record_cap_bytes``."""
+    @property
     def hook_calls(self) -> int: ...
     @property
     def hook_errors(self) -> int: ...
@@ -109,6 +112,15 @@ class Aggregator:
     def release_records(self, spans: Iterable[str], /) -> int:
         """Drop the records of these spans (their collector took them) and their drop
         counts; returns how many records."""
+    def ack_records(self, spans: Iterable[str], acked: int, /) -> int:
+        """Drop the records of these spans numbered up to ``acked`` (their collector's
+        stream has them); returns how many. Their drop counts stay."""
+    def stream_records(
+        self, spans: Iterable[str], acked: int, /
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A collector's stream: :meth:`ack_records`, then the rest of these spans'
+        records as the snapshot lists them and the newest one's number (``acked`` when
+        there is none)."""
     def expire_records(self, before: float, /) -> int:
         """Release the uncollected records received before ``before``; returns how many."""
     def records_dropped_in(self, spans: Iterable[str], /) -> int:

@@ -34,6 +34,7 @@ from roastcoffea.plugin.client.session import (
     finish_session,
     open_session,
 )
+from roastcoffea.plugin.client.stream import RecordStream
 from roastcoffea.plugin.protocol import FinishReply
 from roastcoffea.records import decode_records, drain_local_records, records_by_kind
 
@@ -76,6 +77,7 @@ class CollectedRun:
     records_skipped: int = 0
     records_lost: dict[str, int] = field(default_factory=dict)
     records_dropped: int | None = None
+    records_streamed: int = 0
     profiles: dict[str, dict[str, Any]] | None = None
     profile_reason: str | None = "the exit took no snapshot"
     span_metrics: dict[tuple, float] | None = None
@@ -143,6 +145,7 @@ class CollectedRun:
         monitoring["records_skipped"] = self.records_skipped
         monitoring["records_lost"] = dict(self.records_lost)
         monitoring["run_records_dropped"] = self.records_dropped
+        monitoring["records_streamed"] = self.records_streamed
         monitoring["plugin_interval"] = self.plugin_interval
         unavailable = metrics.setdefault("unavailable", {})
         if self.snapshot is None:
@@ -185,6 +188,7 @@ class Block:
         self.plugin_interval: float | None = None
         self.span_id: str | None = None
         self._span: AbstractContextManager[str] | None = None
+        self._stream: RecordStream | None = None
         self.t_start = time.time()
         self.t_end: float | None = None
         self.wall_time: float | None = None
@@ -220,6 +224,17 @@ class Block:
         """Open the block's span (in the caller's context: Dask annotates from it)."""
         self._span = run_span(self.client, self.name)
         self.span_id = self._span.__enter__()
+        if self.plugin_interval is not None:  # the plugin runs
+            self._stream = self.guard("record stream", self._start_stream)
+
+    def _start_stream(self) -> RecordStream:
+        assert self.span_id is not None
+        interval = config.check_interval(
+            config.seconds("record-stream-interval"), "record-stream-interval"
+        )
+        stream = RecordStream(self.client, self.span_id, self.name, interval)
+        stream.start()
+        return stream
 
     # ---- exit -------------------------------------------------------------------------
 
@@ -238,6 +253,7 @@ class Block:
         assert self.t_end is not None and self.wall_time is not None
         t_to = self.t_end + WINDOW_PAD
         profiles = self.guard("profile request", lambda: self._request_profiles(t_to))
+        self.guard("record stream", self._end_stream)
         reply = self.guard("snapshot", self._finish)
         window = (self._t_from, reply["t_to"] if reply else t_to)
         data: dict[str, Any] = {}
@@ -262,12 +278,32 @@ class Block:
             **data,
         )
 
+    def _end_stream(self) -> None:
+        """Stop the record stream; a call it could not make is a note, not a loss: the
+        exit's snapshot carries every record the stream did not acknowledge."""
+        stream = self._stream
+        if stream is None:
+            return
+        stream.stop(config.seconds("probe-timeout"))
+        if stream.reason is not None:
+            self.notes.append(
+                f"record stream: {stream.failures} of {stream.calls + stream.failures} calls "
+                f"failed or ended it ({stream.reason}); the exit's snapshot carried the rest"
+            )
+
     def _finish(self) -> FinishReply:
         assert self.span_id is not None
         deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
         t_to = (self.t_end or time.time()) + WINDOW_PAD
+        acked = 0 if self._stream is None else self._stream.acked
         reply = finish_session(
-            self.client, self.span_id, self.name, (self._t_from, t_to), deadline, self.wall_time
+            self.client,
+            self.span_id,
+            self.name,
+            (self._t_from, t_to),
+            deadline,
+            self.wall_time,
+            acked,
         )
         for address, message in reply["flush"].get("errors", {}).items():
             self.errors.append(f"flush {address}: {message}")
@@ -292,7 +328,10 @@ class Block:
 
     def _records(self, data: dict[str, Any]) -> dict[str, Any]:
         """The span's records (and this process's own) sorted by kind."""
-        records = decode_records(data["snapshot"]["records"])
+        streamed: list[dict[str, Any]] = []
+        if self._stream is not None:  # handed over: the bytes are not needed after the decode
+            streamed, self._stream.records = self._stream.records, []
+        records = decode_records([*streamed, *data["snapshot"]["records"]])
         records.extend(drain_local_records(set(data["span_ids"])))
         selected = records_by_kind(records)
         return {
@@ -300,6 +339,7 @@ class Block:
             "phases": tuple(selected.phases),
             "detected_prefixes": frozenset(selected.prefixes),
             "records_skipped": records.skipped,
+            "records_streamed": len(streamed),
             "records_lost": selected.lost,
         }
 

@@ -91,6 +91,7 @@ typedef struct roast_record {
     roast_id worker;
     roast_id span;  /* the span of the task that made it; ROAST_ID_EMPTY: none known */
     uint64_t seq;   /* per-worker-incarnation sequence number */
+    uint64_t number; /* arrival order in this store, from 1: what a collector's stream acknowledges */
     double time;    /* scheduler clock when received */
     roast_str data; /* owned by the aggregator */
     bool collected; /* a collector collects its span (else held apart, see below) */
@@ -196,6 +197,18 @@ uint64_t roast_agg_records_dropped_in(const roast_agg *agg, const roast_id *span
 /* Drops the records of the given spans (a collector took them) and their
  * drop counts; returns how many records. spans need not be sorted. */
 size_t roast_agg_release_records(roast_agg *agg, const roast_id *spans, size_t nspans);
+
+/* Drops the records of the given spans numbered up to `acked` (their
+ * collector's stream received them during its run) and keeps the spans' drop
+ * counts for the exit. A record leaves only once acknowledged, so a reply
+ * lost on its way loses nothing: the next call sends it again. Returns how
+ * many records. spans need not be sorted. */
+size_t roast_agg_ack_records(roast_agg *agg, const roast_id *spans, size_t nspans, uint64_t acked);
+
+/* Visits the records of the given spans in arrival order; a nonzero return
+ * stops the walk and is returned (-1, visiting none, when out of memory). */
+int roast_agg_each_record_of(const roast_agg *agg, const roast_id *spans, size_t nspans,
+                             int (*visit)(void *ctx, const roast_record *record), void *ctx);
 
 /* Drops every record (a measurement keeps them decoded elsewhere); returns how many. */
 size_t roast_agg_clear_records(roast_agg *agg);

@@ -25,6 +25,7 @@ NODE_METRIC = "roastcoffea-node"
 #: Scheduler RPC handlers (:class:`~roastcoffea.plugin.RoastPlugin`).
 OPEN_HANDLER = "roastcoffea_open"
 FINISH_HANDLER = "roastcoffea_finish"
+RECORDS_HANDLER = "roastcoffea_records"
 SNAPSHOT_HANDLER = "roastcoffea_snapshot"
 FLUSH_HANDLER = "roastcoffea_flush"
 STOP_HANDLER = "roastcoffea_stop"
@@ -200,6 +201,17 @@ class FlushReply(TypedDict):
     errors: dict[str, str]
     unmonitored: dict[str, str]
     departures: list[dict[str, Any]]
+
+
+class RecordsReply(TypedDict):
+    """What :data:`RECORDS_HANDLER` answers: the run's records not yet acknowledged (as
+    the snapshot lists them), the newest one's number to acknowledge, and whether the run
+    streams at all (False for a run inside another collector's: its records wait for the
+    exits)."""
+
+    records: list[dict[str, Any]]
+    last: int
+    streamed: bool
 
 
 class FinishReply(TypedDict):

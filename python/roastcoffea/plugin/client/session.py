@@ -5,7 +5,8 @@ functions only. The entry registers :class:`RoastPlugin` (a no-op where one is
 registered: the plugin is idempotent) and calls the plugin's
 :data:`~roastcoffea.plugin.protocol.OPEN_HANDLER`; the exit calls
 :data:`~roastcoffea.plugin.protocol.FINISH_HANDLER`, which samples, flushes every
-worker and snapshots the block's span in one round trip
+worker and snapshots the block's span in one round trip (in between, the run's records
+stream to the client: :mod:`roastcoffea.plugin.client.stream`)
 (:mod:`roastcoffea.plugin.scheduler.handlers`). Both are handlers called by name:
 nothing pickled travels to the scheduler but the plugin's settings.
 """
@@ -141,6 +142,7 @@ def finish_session(
     window: tuple[float, float],
     deadline: ExitDeadline,
     wall_time: float | None = None,
+    acked: int = 0,
 ) -> FinishReply:
     """Sample, flush every worker and snapshot the span, in one scheduler call.
 
@@ -164,6 +166,10 @@ def finish_session(
         worker, and the call returns within what is left of the deadline.
     wall_time : float, optional
         The block's seconds, for the run's row on the dashboard page.
+    acked : int, default 0
+        The newest record number the run's stream received
+        (:class:`~roastcoffea.plugin.client.stream.RecordStream`): the snapshot carries
+        the records after it.
 
     Returns
     -------
@@ -190,6 +196,7 @@ def finish_session(
             timeout=deadline.flush,
             tag=tag,
             wall_time=wall_time,
+            acked=acked,
         )
 
     try:

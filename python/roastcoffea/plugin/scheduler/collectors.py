@@ -6,7 +6,9 @@ before any task of the run; the scheduler sees it in ``update_graph`` with the c
 submitted it, and the run is collected from then until its exit (the finish handler). A
 record made in the subtree of a collected run's span is *collected*: the aggregator's
 record store keeps it until that exit and drops one only when collected records alone
-fill the store (counted for its run). Every other record (``track_metrics`` outside a
+fill the store (counted for its run); its collector streams it away during the run
+(:data:`~roastcoffea.plugin.protocol.RECORDS_HANDLER`), so collected records fill the store
+only between two of its calls. Every other record (``track_metrics`` outside a
 collector, a span snapshotted through the low-level calls, a run whose client left) is
 *uncollected*: held in a quarter of the store of its own, the oldest dropped first, and
 released after ``roastcoffea.uncollected-records-timeout``. A run whose client left the
@@ -66,6 +68,16 @@ class Collectors:
         if verdict is None:
             verdict = self._verdicts[span] = any(s in self.runs for s in self.spans.lineage(span))
         return verdict
+
+    def own_spans(self, span_id: str) -> list[str]:
+        """The subtree of ``span_id`` less the subtrees of other live runs inside it, whose
+        records their own collectors take."""
+        subtree = self.spans.subtree(span_id)
+        inner = [run for run in self.runs if run != span_id and run in subtree]
+        if not inner:
+            return subtree
+        theirs = {span for run in inner for span in self.spans.subtree(run)}
+        return [span for span in subtree if span not in theirs]
 
     def tidy(self, now: float) -> None:
         """Release the runs of clients that left, and the uncollected records past their time."""

@@ -1,7 +1,8 @@
 """The plugin's RPC handlers on the scheduler, called by name from a client.
 
 A collector's entry is :data:`~roastcoffea.plugin.protocol.OPEN_HANDLER` (a sampler
-pass, the plugin's settings and clock) and its exit
+pass, the plugin's settings and clock), its run streams its records with
+:data:`~roastcoffea.plugin.protocol.RECORDS_HANDLER`, and its exit is
 :data:`~roastcoffea.plugin.protocol.FINISH_HANDLER` (a pass, the flush, the snapshot
 of its span and the release of its records), one round trip each. The lower-level
 calls of :mod:`roastcoffea.plugin.client.calls` use the snapshot, flush and stop
@@ -24,11 +25,13 @@ from roastcoffea.plugin.protocol import (
     FLUSH_HANDLER,
     OPEN_HANDLER,
     PLUGIN_NAME,
+    RECORDS_HANDLER,
     SNAPSHOT_HANDLER,
     STOP_HANDLER,
     FinishReply,
     FlushReply,
     OpenReply,
+    RecordsReply,
 )
 from roastcoffea.plugin.scheduler.workers import Unmonitored
 
@@ -57,6 +60,7 @@ class PluginHandlers:
         return {
             OPEN_HANDLER: self.open,
             FINISH_HANDLER: self.finish,
+            RECORDS_HANDLER: self.records,
             SNAPSHOT_HANDLER: self.snapshot,
             FLUSH_HANDLER: self.flush,
             STOP_HANDLER: self.stop,
@@ -74,6 +78,33 @@ class PluginHandlers:
                 "time": time(),
             }
 
+    def records(self, span_id: str, tag: str, client_id: str, acked: int = 0) -> RecordsReply:
+        """Handler ``roastcoffea_records``: a collector's stream during its run.
+
+        The run's records numbered up to ``acked`` are dropped (the collector has them)
+        and the rest returned, with the newest one's number for the next call; a reply
+        lost on its way loses nothing. The run's records are those of its span's subtree
+        less the subtrees of other live runs inside it. Only the client that declared the
+        run (``client_id``) may take them, none before the declaration arrives. A run
+        inside a span tagged ``tag`` (another collector's block, which takes them at its
+        own exit) streams nothing.
+        """
+        plugin = self.plugin
+        with plugin.guard("records", reraise=True):
+            acked = _acknowledged(acked)
+            running = plugin.running
+            declared_by = running.collectors.runs.get(span_id)
+            if declared_by is None:
+                return {"records": [], "last": acked, "streamed": True}
+            if declared_by != client_id:
+                raise ValueError(f"{client_id!r} is not the client that declared run {span_id!r}")
+            running.spans.sync()
+            if running.spans.inside(span_id, tag):
+                return {"records": [], "last": acked, "streamed": False}
+            own = running.collectors.own_spans(span_id)
+            records, last = plugin.aggregator.stream_records(own, acked)
+            return {"records": records, "last": last, "streamed": True}
+
     async def finish(
         self,
         span_id: str,
@@ -82,10 +113,12 @@ class PluginHandlers:
         timeout: float,
         tag: str,
         wall_time: float | None = None,
+        acked: int = 0,
     ) -> FinishReply:
         """Handler ``roastcoffea_finish``: a collector's exit in one call.
 
-        A sampler pass, the flush (``timeout`` seconds per worker), the records of the
+        A sampler pass, the flush (``timeout`` seconds per worker), the records its stream
+        acknowledged (``acked``, :meth:`records`) dropped, the records of the
         span's subtree dropped at the store's byte cap, the snapshot of the subtree over
         ``[t_from, t_to]`` (its end widened to the pass), the release of the span's
         records unless a span tagged ``tag`` encloses it, and the end of the run's
@@ -99,6 +132,8 @@ class PluginHandlers:
         t_to = max(t_to, tick["time"]) + WINDOW_PAD
         plugin = self.plugin
         with plugin.guard("finish", reraise=True):
+            own = plugin.running.collectors.own_spans(span_id)
+            plugin.aggregator.ack_records(own, _acknowledged(acked))
             subtree = plugin.running.spans.subtree(span_id)
             dropped = int(plugin.aggregator.records_dropped_in(subtree))
         data = self.snapshot(span_id=span_id, t_from=t_from, t_to=t_to, release_unless_inside=tag)
@@ -205,3 +240,10 @@ class PluginHandlers:
         if scheduler.plugins.get(plugin.name) is plugin:
             scheduler.remove_plugin(name=plugin.name)
         return {"workers": len(replies) - len(errors), "errors": errors}
+
+
+def _acknowledged(acked: object) -> int:
+    """A stream's acknowledgement: a record number, >= 0."""
+    if not isinstance(acked, int) or isinstance(acked, bool) or not 0 <= acked < 1 << 64:
+        raise ValueError(f"acked must be a record number (an int >= 0), not {acked!r}")
+    return acked
