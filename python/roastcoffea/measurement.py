@@ -516,10 +516,12 @@ def load_measurement(
             metrics = from_tagged_json(data["metrics"])
     except ValueError as exc:
         raise DecodeError(f"{path}: {exc}") from None
+    files = {}
     for key, (name, named_by) in RECORD_FILES.items():
         if metadata.get(named_by) == name and metrics.get(key) is None:
             metrics[key] = _read_records(directory, name)
-    check_metrics(metrics, str(path))
+            files[key] = str(directory / name)
+    check_metrics(metrics, str(path), files)
     if (metadata.get("t0"), metadata.get("t1")) != (t0, t1):
         raise DecodeError(
             f"{directory / TIMES_FILE}: times {t0!r},{t1!r} disagree with "

@@ -623,9 +623,11 @@ METADATA = fields(
 )
 
 
-def check_metrics(metrics: Any, where: str) -> None:
+def check_metrics(metrics: Any, where: str, files: Mapping[str, str] | None = None) -> None:
     """Raise DecodeError naming ``where`` and the field when ``metrics`` is not a
-    metrics dictionary of the documented shapes."""
+    metrics dictionary of the documented shapes; a metric read from a file of its own
+    (``files``: name -> path) names that file."""
+    key = None
     try:
         if not isinstance(metrics, Mapping):
             _fail("a mapping of metrics", metrics)
@@ -633,7 +635,7 @@ def check_metrics(metrics: Any, where: str) -> None:
             _inside(" (a metric name)", text, key)
             _inside(f"[{location(key)}]", METRICS.get(key, plain), value)
     except Mismatch as mismatch:
-        raise mismatch.located(f"{where}: metrics") from None
+        raise mismatch.located(f"{(files or {}).get(key, where)}: metrics") from None
 
 
 def check_metadata(metadata: Any, where: str) -> None:
