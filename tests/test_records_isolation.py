@@ -24,7 +24,7 @@ from measured_run import MeasuredProcessor, cms_fileset, dask_runner
 from roast_testing import wait_for
 
 from roastcoffea import MetricsCollector, RoastPlugin
-from roastcoffea.plugin import flush, snapshot
+from roastcoffea.plugin import flush, snapshot, stop
 from roastcoffea.plugin.client.calls import call_handler
 from roastcoffea.plugin.protocol import PLUGIN_NAME, RECORDS_HANDLER
 
@@ -142,6 +142,34 @@ def test_a_run_that_sends_more_than_the_store_keeps_every_record(
     assert metrics["record_coverage"]["complete"] is True
     assert client.run_on_scheduler(store)["records_dropped"] == 0
     assert client.run_on_scheduler(held_bytes) == 0  # the exit released the rest
+
+
+def test_a_run_whose_exit_takes_no_snapshot_keeps_what_its_stream_took(
+    fresh: Client, cms_data: Path
+) -> None:
+    client = fresh
+    with (
+        dask.config.set({"roastcoffea.record-stream-interval": "200ms"}),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with MetricsCollector(client, live=False) as mc:
+            _, report = dask_runner(client)(
+                cms_fileset(cms_data), MeasuredProcessor(), treename="Events"
+            )
+            flush(client)  # every chunk's record is on the scheduler; then the stream's
+            taken = wait_for(
+                lambda: client.run_on_scheduler(held_bytes), lambda held: held == 0, timeout=60
+            )
+            assert taken == 0
+            stop(client)  # the plugin is gone: the exit finds no snapshot to take
+            mc.set_coffea_report(report)
+    assert mc.snapshot is None
+    assert any(error.startswith("snapshot:") for error in mc.collector_errors)
+    assert len(mc.chunk_metrics) == report["chunks"]
+    metrics = mc.get_metrics()
+    assert metrics["total_events_from_chunks"] == report["entries"]
+    assert metrics["monitoring"]["records_streamed"] >= report["chunks"]
 
 
 def test_a_reply_lost_on_its_way_loses_no_record(

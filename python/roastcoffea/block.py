@@ -264,6 +264,10 @@ class Block:
                 self.guard("decode records", lambda: data.update(self._records(data)))
                 self.guard("departures", lambda: data.update(self._departures(reply, data, window)))
                 self.guard("profile", lambda: data.update(self._profiles(profiles, data)))
+            elif self._stream is not None and self._stream.records:
+                # no snapshot: what the stream took is still the run's
+                partial = {"snapshot": {"records": []}, "span_ids": frozenset({self.span_id})}
+                self.guard("decode records", lambda: data.update(self._records(partial)))
         self.log_errors()
         return CollectedRun(
             span_id=self.span_id,

@@ -138,11 +138,13 @@ def read_parquet(data: bytes, limit: int) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     from roastcoffea.formats import parquet_bounds as bounds
+    from roastcoffea.formats.parquet_footer import read_footer
 
+    footer = read_footer(data)  # before Arrow's own metadata objects, which abort on damage
     source = pa.BufferReader(data)
     file = pq.ParquetFile(source, thrift_container_size_limit=bounds.MAX_FOOTER_ITEMS)
-    bounds.check_footer(file, limit)
     schema = file.schema_arrow
+    bounds.check_footer(footer, schema, limit)
     file = pq.ParquetFile(
         source,
         read_dictionary=bounds.string_columns(file),

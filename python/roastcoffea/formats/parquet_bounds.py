@@ -5,7 +5,7 @@ holds once and three thousand rows name, or twenty million rows of nulls that zs
 makes nothing of. So a file from elsewhere is read in three steps, each bounded by
 the one before:
 
-1. the footer (its thrift containers capped) is checked: the Arrow types are the
+1. the footer (read by :mod:`roastcoffea.formats.parquet_footer`, bounded) is checked: the Arrow types are the
    ones :mod:`roastcoffea.formats.parquet` writes, every page encoding is one that
    does not expand beyond its uncompressed size (no prefix-shared strings), and the
    footer's rows, values and uncompressed sizes give Python records within the
@@ -32,6 +32,8 @@ from dask.utils import format_bytes
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from roastcoffea.formats.parquet_footer import Footer
 
 
 class Refused(ValueError):
@@ -61,32 +63,29 @@ POINTER_BYTES = 8
 JSON_EXPANSION = 96
 
 
-def check_footer(file: pq.ParquetFile, limit: int) -> None:
-    """Refuse a file whose footer alone promises records beyond ``limit`` bytes.
+def check_footer(footer: Footer, schema: pa.Schema, limit: int) -> None:
+    """Refuse a file whose footer (:func:`~roastcoffea.formats.parquet_footer.read_footer`)
+    and Arrow ``schema`` alone promise records beyond ``limit`` bytes.
 
     Raises
     ------
     Refused
         Naming the column, the encoding or the size, and the limit.
     """
-    for field in file.schema_arrow:
+    for field in schema:
         _check_type(field.type, field.name)
-    metadata = file.metadata
     values = uncompressed = 0
-    for g in range(metadata.num_row_groups):
-        group = metadata.row_group(g)
-        for c in range(group.num_columns):
-            column = group.column(c)
-            unknown = set(column.encodings) - ENCODINGS
-            if unknown:
-                raise Refused(
-                    f"column {column.path_in_schema!r} is encoded as "
-                    f"{', '.join(sorted(unknown))}, which roastcoffea does not read"
-                )
-            values += column.num_values
-            uncompressed += column.total_uncompressed_size
-    promised = metadata.num_rows * RECORD_BYTES + values * NUMBER_BYTES + uncompressed
-    _check_size(promised, limit, "its footer promises", metadata.num_rows)
+    for column in footer.columns:
+        unknown = column.encodings - ENCODINGS
+        if unknown:
+            raise Refused(
+                f"column {column.path!r} is encoded as "
+                f"{', '.join(sorted(unknown))}, which roastcoffea does not read"
+            )
+        values += column.num_values
+        uncompressed += column.uncompressed_bytes
+    promised = footer.num_rows * RECORD_BYTES + values * NUMBER_BYTES + uncompressed
+    _check_size(promised, limit, "its footer promises", footer.num_rows)
 
 
 def string_columns(file: pq.ParquetFile) -> list[str]:
