@@ -5,11 +5,11 @@ holds once and three thousand rows name, or twenty million rows of nulls that zs
 makes nothing of. So a file from elsewhere is read in three steps, each bounded by
 the one before:
 
-1. the footer (read by :mod:`roastcoffea.formats.parquet_footer`, bounded) is checked: the Arrow types are the
-   ones :mod:`roastcoffea.formats.parquet` writes, every page encoding is one that
-   does not expand beyond its uncompressed size (no prefix-shared strings), and the
-   footer's rows, values and uncompressed sizes give Python records within the
-   limit;
+1. the footer (read by :mod:`roastcoffea.formats.parquet_footer`, bounded) is
+   checked: the Arrow types are the ones :mod:`roastcoffea.formats.parquet` writes,
+   every page encoding is one that does not expand beyond its uncompressed size (no
+   prefix-shared strings), and the footer's rows, values and uncompressed sizes give
+   Python records within the limit;
 2. the columns are read with their strings kept dictionary-encoded, so Arrow holds
    no more than the footer said;
 3. the Python records those columns make are estimated from the Arrow arrays
