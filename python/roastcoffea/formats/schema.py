@@ -627,7 +627,7 @@ def check_metrics(metrics: Any, where: str, files: Mapping[str, str] | None = No
     """Raise DecodeError naming ``where`` and the field when ``metrics`` is not a
     metrics dictionary of the documented shapes; a metric read from a file of its own
     (``files``: name -> path) names that file."""
-    key = None
+    key: Any = None
     try:
         if not isinstance(metrics, Mapping):
             _fail("a mapping of metrics", metrics)
@@ -635,7 +635,8 @@ def check_metrics(metrics: Any, where: str, files: Mapping[str, str] | None = No
             _inside(" (a metric name)", text, key)
             _inside(f"[{location(key)}]", METRICS.get(key, plain), value)
     except Mismatch as mismatch:
-        raise mismatch.located(f"{(files or {}).get(key, where)}: metrics") from None
+        source = files[key] if files and key in files else where
+        raise mismatch.located(f"{source}: metrics") from None
 
 
 def check_metadata(metadata: Any, where: str) -> None:
