@@ -186,7 +186,7 @@ def test_a_damaged_parquet_file_is_one_error_naming_it(measured: Measured, tmp_p
     metrics, t0, t1 = load_measurement(measured.path)
     path = save_measurement(dict(metrics), t0, t1, tmp_path, "damaged")
     (path / "chunks.parquet").write_bytes(b"PAR1 not really")
-    with pytest.raises(DecodeError, match=r"chunks\.parquet: not a file of records"):
+    with pytest.raises(DecodeError, match=r"chunks\.parquet: not a Parquet file: no PAR1"):
         load_measurement(path)
 
 

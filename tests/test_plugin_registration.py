@@ -96,6 +96,7 @@ def test_registering_twice_installs_one_plugin_everywhere(make_cluster: Any) -> 
         "roastcoffea_finish",
         "roastcoffea_flush",
         "roastcoffea_open",
+        "roastcoffea_records",
         "roastcoffea_snapshot",
         "roastcoffea_stop",
     ]
