@@ -34,6 +34,7 @@ _MONITORING_ROWS: tuple[tuple[str, str, Formatter, bool], ...] = (
     ("Payload Gaps", "payload_gaps", count, False),
     ("Records", "records", count, False),
     ("Records Dropped", "records_dropped", count, True),
+    ("Records Taken During the Run", "records_streamed", count, False),
     ("Rows Refused", "rows_refused", count, True),
     ("Prefixes Folded", "prefixes_folded", count, True),
     ("Series Memory", "series_bytes", format_bytes, False),
