@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from roastcoffea.plugin.dask_versions import spans_extension
@@ -10,9 +11,9 @@ from roastcoffea.plugin.dask_versions import spans_extension
 class SpanTree:
     """Tells the aggregator about spans it has not seen, and walks subtrees.
 
-    Dask keeps every span for the life of the scheduler and never removes one,
-    so a span is sent to the aggregator once, and nothing needs doing while the
-    number of spans is unchanged.
+    Dask keeps every span for the life of the scheduler, in the order it made them,
+    and never removes one, so a span is sent to the aggregator once: the spans
+    after the first ``sent``, which costs no memory per span here.
 
     Parameters
     ----------
@@ -23,7 +24,7 @@ class SpanTree:
     def __init__(self, scheduler: Any, aggregator: Any) -> None:
         self._extension = spans_extension(scheduler)
         self._aggregator = aggregator
-        self._known: set[str] = set()
+        self.sent = 0
 
     def sync(self) -> int:
         """Send every new span (id, parent id, name) to the aggregator.
@@ -34,17 +35,14 @@ class SpanTree:
             The number of spans sent.
         """
         spans = self._spans()
-        if len(spans) == len(self._known):
-            return 0
-        sent = 0
-        for span_id, span in list(spans.items()):
-            if span_id in self._known:
-                continue
+        if len(spans) < self.sent:  # not Dask's span store as we know it: send them all
+            self.sent = 0
+        new = list(islice(spans.items(), self.sent, None))
+        for span_id, span in new:
             parent = span.parent.id if span.parent is not None else None
             self._aggregator.set_span(span_id, parent, tuple(str(tag) for tag in span.name))
-            self._known.add(span_id)
-            sent += 1
-        return sent
+        self.sent += len(new)
+        return len(new)
 
     def subtree(self, span_id: str) -> list[str]:
         """``span_id`` and the ids of all its descendants.
