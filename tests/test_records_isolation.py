@@ -9,8 +9,10 @@ coffea on the CMS files, real worker processes.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -170,6 +172,35 @@ def test_a_run_whose_exit_takes_no_snapshot_keeps_what_its_stream_took(
     metrics = mc.get_metrics()
     assert metrics["total_events_from_chunks"] == report["entries"]
     assert metrics["monitoring"]["records_streamed"] >= report["chunks"]
+
+
+def slow_records_handler(dask_scheduler: Any, seconds: float) -> None:
+    """Make the scheduler answer the record stream ``seconds`` late."""
+    handler = dask_scheduler.handlers[RECORDS_HANDLER]
+
+    async def slowly(**kwargs: Any) -> Any:
+        await asyncio.sleep(seconds)
+        return handler(**kwargs)
+
+    dask_scheduler.handlers[RECORDS_HANDLER] = slowly
+
+
+def test_a_stream_call_that_hangs_keeps_the_exit_within_its_time(fresh: Client) -> None:
+    client = fresh
+    probe, flush_timeout = 1.0, 3.0
+    settings = {
+        "roastcoffea.record-stream-interval": "100ms",
+        "roastcoffea.probe-timeout": probe,
+        "roastcoffea.flush-timeout": flush_timeout,
+    }
+    with dask.config.set(settings), MetricsCollector(client, live=False) as mc:
+        client.run_on_scheduler(slow_records_handler, seconds=60.0)
+        sent = client.map(queue_in_run, [b"late"] * 4, [10] * 4, pure=False)
+        assert all(client.gather(sent))
+        time.sleep(0.5)  # a call is now on its way, and answers in a minute
+    assert mc.exit_seconds < probe + flush_timeout
+    assert any("had not answered" in note for note in mc.notes)
+    assert mc.run.records_skipped == 4  # unacknowledged: the exit's snapshot carried them
 
 
 def test_a_reply_lost_on_its_way_loses_no_record(

@@ -253,8 +253,9 @@ class Block:
         assert self.t_end is not None and self.wall_time is not None
         t_to = self.t_end + WINDOW_PAD
         profiles = self.guard("profile request", lambda: self._request_profiles(t_to))
-        self.guard("record stream", self._end_stream)
-        reply = self.guard("snapshot", self._finish)
+        deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
+        self.guard("record stream", lambda: self._end_stream(deadline))
+        reply = self.guard("snapshot", lambda: self._finish(deadline))
         window = (self._t_from, reply["t_to"] if reply else t_to)
         data: dict[str, Any] = {}
         with paused_gc():  # builds every record at once: no garbage for the collector
@@ -282,22 +283,21 @@ class Block:
             **data,
         )
 
-    def _end_stream(self) -> None:
-        """Stop the record stream; a call it could not make is a note, not a loss: the
-        exit's snapshot carries every record the stream did not acknowledge."""
+    def _end_stream(self, deadline: ExitDeadline) -> None:
+        """Stop the record stream within the exit's probe time; a call it could not make is
+        a note, not a loss: the exit's snapshot carries every record it did not acknowledge."""
         stream = self._stream
         if stream is None:
             return
-        stream.stop(config.seconds("probe-timeout"))
+        stream.stop(min(deadline.probe, deadline.remaining()))
         if stream.reason is not None:
             self.notes.append(
                 f"record stream: {stream.failures} of {stream.calls + stream.failures} calls "
                 f"failed or ended it ({stream.reason}); the exit's snapshot carried the rest"
             )
 
-    def _finish(self) -> FinishReply:
+    def _finish(self, deadline: ExitDeadline) -> FinishReply:
         assert self.span_id is not None
-        deadline = ExitDeadline(config.seconds("probe-timeout"), config.seconds("flush-timeout"))
         t_to = (self.t_end or time.time()) + WINDOW_PAD
         acked = 0 if self._stream is None else self._stream.acked
         reply = finish_session(
